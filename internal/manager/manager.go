@@ -1,0 +1,125 @@
+// Package manager builds and runs the controller-runtime manager every operator binary shares:
+// options -> complete -> validate -> log version and config -> setup -> start (cluster-api
+// main.go shape), so that each cmd/*/main.go stays a few lines long.
+package manager
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/version"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// Every binary elects a leader, records events and may install its CRDs.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupFunc registers one controller with the manager.
+type SetupFunc func(mgr ctrl.Manager, opts *options.Options) error
+
+// NewScheme returns a scheme with the Kubernetes built-in kinds, CRDs and this project's kinds.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	return s
+}
+
+// Main parses args for the named binary, runs it until SIGTERM or SIGINT, and returns the exit
+// code: 0 after a clean shutdown, 1 on a runtime error, 2 on invalid flags.
+func Main(binary string, args []string, setups ...SetupFunc) int {
+	opts := options.New(binary)
+	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
+	opts.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if opts.ShowVersion {
+		fmt.Println(version.String(binary))
+		return 0
+	}
+	opts.Complete()
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: invalid flags: %v\n", binary, err)
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+	log := ctrl.Log.WithName(binary)
+	log.Info("Starting", "version", version.String(binary), "config", opts.String())
+
+	if err := Run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), opts, setups...); err != nil {
+		log.Error(err, "Operator stopped with an error")
+		return 1
+	}
+	log.Info("Stopped")
+	return 0
+}
+
+// Run builds the manager for cfg, installs the CRDs if asked, registers the controllers and
+// blocks until ctx is cancelled.
+func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ...SetupFunc) error {
+	scheme := NewScheme()
+	if opts.CreateCRD {
+		if err := InstallCRDs(ctx, cfg, scheme); err != nil {
+			return err
+		}
+	}
+	cacheOpts := cache.Options{}
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	shutdown := opts.GracefulShutdownTimeout
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	for _, setup := range setups {
+		if err := setup(mgr, opts); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package options holds the command-line options shared by the three operator binaries:
+// AddFlags, then Complete (fill in derived values), then Validate (etcd-druid cmd/opts style).
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// Options configures one operator binary.
+type Options struct {
+	// Binary is the name of the binary (etcd-operator, backup-operator, restore-operator).
+	Binary string
+
+	ShowVersion             bool
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	WatchNamespace          string
+	MaxConcurrentReconciles int
+	CreateCRD               bool
+	EtcdDialTimeout         time.Duration
+	EtcdRequestTimeout      time.Duration
+	GracefulShutdownTimeout time.Duration
+
+	// WatchNamespaces is WatchNamespace split on commas (Complete fills it); empty means all.
+	WatchNamespaces []string
+
+	Zap zap.Options
+}
+
+// New returns the defaults for a binary.
+func New(binary string) *Options {
+	return &Options{
+		Binary:                  binary,
+		LeaderElectionID:        binary + ".etcd.database.coreos.com",
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		MaxConcurrentReconciles: 2,
+		EtcdDialTimeout:         5 * time.Second,
+		EtcdRequestTimeout:      15 * time.Second,
+		GracefulShutdownTimeout: 30 * time.Second,
+		Zap:                     zap.Options{Development: false},
+	}
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader before reconciling, so that only one replica acts at a time.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election (distinct per binary).")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease. Default: the pod's namespace.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; \"0\" disables them.")
+	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "Comma-separated namespaces to watch. Empty: all namespaces (cluster-wide).")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Objects of one kind reconciled in parallel.")
+	fs.BoolVar(&o.CreateCRD, "create-crd", o.CreateCRD, "Create or update the operators' CustomResourceDefinitions at start (the coreos/etcd-operator two-step install).")
+	fs.DurationVar(&o.EtcdDialTimeout, "etcd-dial-timeout", o.EtcdDialTimeout, "Timeout for connecting to an etcd member.")
+	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout, "Timeout for one etcd request (member list, status, membership change).")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long to wait for running reconciles on shutdown.")
+	o.Zap.BindFlags(fs)
+}
+
+// Complete fills in values derived from the flags and the environment.
+func (o *Options) Complete() {
+	o.WatchNamespaces = nil
+	for _, ns := range strings.Split(o.WatchNamespace, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			o.WatchNamespaces = append(o.WatchNamespaces, ns)
+		}
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
+	}
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.MaxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles))
+	}
+	if o.EtcdDialTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--etcd-dial-timeout must be positive, got %s", o.EtcdDialTimeout))
+	}
+	if o.EtcdRequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--etcd-request-timeout must be positive, got %s", o.EtcdRequestTimeout))
+	}
+	if o.LeaderElect && o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id must not be empty with --leader-elect"))
+	}
+	return errors.Join(errs...)
+}
+
+// String renders the effective configuration for the start-up log.
+func (o *Options) String() string {
+	return fmt.Sprintf("leaderElect=%t leaderElectionID=%s leaderElectionNamespace=%q metrics=%s health=%s watchNamespaces=%v maxConcurrentReconciles=%d createCRD=%t etcdDialTimeout=%s etcdRequestTimeout=%s",
+		o.LeaderElect, o.LeaderElectionID, o.LeaderElectionNamespace, o.MetricsBindAddress, o.HealthProbeBindAddress,
+		o.WatchNamespaces, o.MaxConcurrentReconciles, o.CreateCRD, o.EtcdDialTimeout, o.EtcdRequestTimeout)
+}

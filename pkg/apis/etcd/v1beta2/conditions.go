@@ -1,0 +1,95 @@
+package v1beta2
+
+// Condition types and reasons. Conditions are metav1.Conditions; a reason is a CamelCase word a
+// program can match on, and the message says the rest for a person.
+
+// EtcdCluster condition types.
+const (
+	// ClusterConditionAvailable is True when a quorum of members is healthy and serves requests.
+	ClusterConditionAvailable = "Available"
+	// ClusterConditionProgressing is True while the operator is changing the cluster toward its
+	// spec (creating, adding, removing or replacing members).
+	ClusterConditionProgressing = "Progressing"
+	// ClusterConditionScaling is True while the member count differs from spec.size.
+	ClusterConditionScaling = "Scaling"
+	// ClusterConditionUpgrading is True while members move to spec.version; False with a reason
+	// when the requested version change is refused.
+	ClusterConditionUpgrading = "Upgrading"
+	// ClusterConditionDegraded is True when the cluster needs attention: a member is down, quorum
+	// is lost, or the spec cannot be applied. The reason says which.
+	ClusterConditionDegraded = "Degraded"
+	// ClusterConditionPaused is True while spec.paused stops the operator.
+	ClusterConditionPaused = "Paused"
+)
+
+// EtcdCluster condition reasons.
+const (
+	ReasonQuorumLost          = "QuorumLost"
+	ReasonMemberUnhealthy     = "MemberUnhealthy"
+	ReasonMemberReplaced      = "MemberReplaced"
+	ReasonUnsupportedUpgrade  = "UnsupportedUpgrade"
+	ReasonWaitingForSeed      = "WaitingForSeed"
+	ReasonPausedByUser        = "PausedByUser"
+	ReasonClusterHealthy      = "ClusterHealthy"
+	ReasonAsExpected          = "AsExpected"
+	ReasonInvalidSpec         = "InvalidSpec"
+	ReasonSecretNotFound      = "SecretNotFound"
+	ReasonEtcdUnreachable     = "EtcdUnreachable"
+	ReasonScalingUp           = "ScalingUp"
+	ReasonScalingDown         = "ScalingDown"
+	ReasonUpgradeInProgress   = "UpgradeInProgress"
+	ReasonCreatingSeed        = "CreatingSeed"
+	ReasonReconcileError      = "ReconcileError"
+	ReasonBackupNotFound      = "BackupNotFound"
+	ReasonBackupCorrupt       = "BackupCorrupt"
+	ReasonStorageUnreachable  = "StorageUnreachable"
+	ReasonInvalidCredentials  = "InvalidCredentials"
+	ReasonClusterNotFound     = "ClusterNotFound"
+	ReasonSnapshotFailed      = "SnapshotFailed"
+	ReasonVerificationFailed  = "VerificationFailed"
+	ReasonTimeout             = "Timeout"
+	ReasonInvalidSchedule     = "InvalidSchedule"
+	ReasonInvalidTimeZone     = "InvalidTimeZone"
+	ReasonScheduleSuspended   = "Suspended"
+	ReasonBackupTooOld        = "BackupTooOld"
+	ReasonBackupRecent        = "BackupRecent"
+	ReasonNoSuccessfulBackup  = "NoSuccessfulBackup"
+	ReasonTemplateNotFound    = "TemplateNotFound"
+	ReasonRevisionMismatch    = "RevisionMismatch"
+	ReasonInterruptedRestore  = "Interrupted"
+	ReasonBackupSucceeded     = "BackupSucceeded"
+	ReasonRestoreSucceeded    = "RestoreSucceeded"
+	ReasonInsufficientStorage = "InsufficientStorage"
+)
+
+// EtcdBackup condition types.
+const (
+	// BackupConditionComplete is True once the snapshot was verified and committed.
+	BackupConditionComplete = "Complete"
+	// BackupConditionFailed is True when the backup failed; the reason says why.
+	BackupConditionFailed = "Failed"
+)
+
+// EtcdRestore condition types.
+const (
+	// RestoreConditionBackupVerified is True once the backup was found, its size and checksum
+	// matched, and it read as a valid snapshot; False with a reason otherwise.
+	RestoreConditionBackupVerified = "BackupVerified"
+	// RestoreConditionSeeded is True once the seed member runs on the restored data.
+	RestoreConditionSeeded = "Seeded"
+	// RestoreConditionComplete is True once the cluster is Available with the backup's revision.
+	RestoreConditionComplete = "Complete"
+	// RestoreConditionFailed is True when the restore failed; the reason says why.
+	RestoreConditionFailed = "Failed"
+)
+
+// EtcdBackupSchedule condition types.
+const (
+	// ScheduleConditionReady is True when the schedule is valid and runs; False with
+	// InvalidSchedule, InvalidTimeZone or Suspended otherwise.
+	ScheduleConditionReady = "Ready"
+	// ScheduleConditionBackupFresh is True when the newest successful backup is no older than
+	// the schedule's interval (plus the starting deadline and a grace period): the recovery
+	// point objective the schedule promises is met.
+	ScheduleConditionBackupFresh = "BackupFresh"
+)

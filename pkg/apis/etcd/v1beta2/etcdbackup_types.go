@@ -1,0 +1,182 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdBackup takes a snapshot of an etcd cluster and streams it into an object store, verified
+// against etcd's own checksum before it counts. Without backupPolicy.backupIntervalInSecond it
+// runs once; with it, it runs periodically (coreos/etcd-operator semantics). For cron schedules
+// use EtcdBackupSchedule.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcdbackup;etcdbk,categories=etcd
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storageType`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.etcdRevision`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`,description="Bytes stored"
+// +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessDate`
+// +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.status.location`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which cluster to back up and where to. It is immutable: a backup is a record.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an EtcdBackup's spec is immutable: create a new EtcdBackup instead (or use an EtcdBackupSchedule for backups whose settings change)"
+	// +required
+	Spec BackupSpec `json:"spec"`
+	// status records the outcome, written by the backup operator only.
+	// +optional
+	Status BackupStatus `json:"status,omitempty"`
+}
+
+// BackupSpec says which cluster to back up and where to put the snapshot. Field names are
+// those of coreos/etcd-operator v0.9.4.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.etcdEndpoints) && size(self.etcdEndpoints) > 0) != has(self.etcdCluster)",message="set exactly one of etcdEndpoints (the members' client URLs) and etcdCluster (the name of an EtcdCluster in this namespace)"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs the s3 block (path, and awsSecret or ambient credentials)"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'ABS' || has(self.abs)",message="storageType ABS needs the abs block (path, and absSecret or ambient credentials)"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'GCS' || has(self.gcs)",message="storageType GCS needs the gcs block (path, and gcpSecret or ambient credentials)"
+// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.abs) ? 1 : 0) + (has(self.gcs) ? 1 : 0) <= 1",message="set only one of s3, abs and gcs: the one storageType names"
+// +kubebuilder:validation:XValidation:rule="(!has(self.s3) || has(self.s3.path)) && (!has(self.abs) || has(self.abs.path)) && (!has(self.gcs) || has(self.gcs.path))",message="the storage block needs a path: <bucket>/<key>"
+type BackupSpec struct {
+	// etcdEndpoints are client URLs of the cluster's members. The backup is taken from exactly
+	// one of them: the healthy member with the highest revision.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^https?://[^/]+$')",message="each etcd endpoint must be a URL like http://my-cluster-client:2379"
+	// +listType=atomic
+	// +optional
+	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
+
+	// etcdCluster names an EtcdCluster in this namespace to back up, instead of etcdEndpoints.
+	// Its members and its TLS settings (TLS.static.operatorSecret) are used.
+	// +optional
+	EtcdCluster *EtcdClusterRef `json:"etcdCluster,omitempty"`
+
+	// storageType is the kind of object store: S3, ABS or GCS. The block of the same name
+	// (s3, abs, gcs) says where.
+	// +required
+	StorageType BackupStorageType `json:"storageType"`
+
+	// backupPolicy configures timeouts, periodic backups and how many of them to keep.
+	// +optional
+	BackupPolicy *BackupPolicy `json:"backupPolicy,omitempty"`
+
+	// BackupSource holds the s3, abs or gcs block.
+	BackupSource `json:",inline"`
+
+	// clientTLSSecret is the Secret with the client certificate for etcdEndpoints that serve
+	// TLS: etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
+	// +optional
+	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
+}
+
+// BackupPolicy configures a backup's timeout and, for periodic backups, interval and retention.
+type BackupPolicy struct {
+	// timeoutInSecond bounds one whole backup (snapshot and upload). 0 or unset: the operator
+	// scales the timeout with the database size (at least 10 minutes), so multi-GiB databases
+	// are not cut off the way coreos/etcd-operator's fixed 60 s default cut them.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TimeoutInSecond int64 `json:"timeoutInSecond,omitempty"`
+
+	// backupIntervalInSecond makes the backup periodic: one snapshot every this many seconds.
+	// 0 or unset: one-shot.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BackupIntervalInSecond int64 `json:"backupIntervalInSecond,omitempty"`
+
+	// maxBackups keeps this many periodic backups in the store, deleting the oldest ones this
+	// operator wrote (never the newest successful one). 0 or unset: keep all.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxBackups int32 `json:"maxBackups,omitempty"`
+}
+
+// BackupStatus is the outcome of a backup. The fields up to lastSuccessDate are those of
+// coreos/etcd-operator v0.9.4.
+type BackupStatus struct {
+	// succeeded is true once the (last) backup has been verified and committed.
+	// +optional
+	Succeeded bool `json:"succeeded,omitempty"`
+
+	// Reason explains a failure. The JSON name is upper-case, as in coreos/etcd-operator.
+	// +optional
+	Reason string `json:"Reason,omitempty"`
+
+	// etcdVersion is the server version of the member the snapshot was taken from.
+	// +optional
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+
+	// etcdRevision is the store revision the snapshot holds.
+	// +optional
+	EtcdRevision int64 `json:"etcdRevision,omitempty"`
+
+	// lastSuccessDate is when the last successful backup completed.
+	// +optional
+	LastSuccessDate *metav1.Time `json:"lastSuccessDate,omitempty"`
+
+	// observedGeneration is the spec generation this status was written for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase is a one-word summary for display: Pending, Running, Completed, Failed.
+	// +optional
+	Phase BackupPhase `json:"phase,omitempty"`
+
+	// conditions: Complete, Failed (with reason). See the Condition* and Reason* constants.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// location is the object the (last) backup was written to, as <storageType>://<bucket>/<key>.
+	// +optional
+	Location string `json:"location,omitempty"`
+
+	// size is the number of bytes stored, etcd's trailing checksum included.
+	// +optional
+	Size int64 `json:"size,omitempty"`
+
+	// sha256 is the hex SHA-256 of the stored object, computed while streaming it.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+
+	// member is the client URL of the member the snapshot was taken from.
+	// +optional
+	Member string `json:"member,omitempty"`
+
+	// startTime is when the (last) backup started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the (last) backup finished, successfully or not.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// duration is how long the (last) backup took.
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+}
+
+// BackupPhase is a one-word summary of a backup for display.
+type BackupPhase string
+
+// Backup phases, for display only.
+const (
+	BackupPhasePending   BackupPhase = "Pending"
+	BackupPhaseRunning   BackupPhase = "Running"
+	BackupPhaseCompleted BackupPhase = "Completed"
+	BackupPhaseFailed    BackupPhase = "Failed"
+)
+
+// EtcdBackupList is a list of EtcdBackups.
+//
+// +kubebuilder:object:root=true
+type EtcdBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdBackup `json:"items"`
+}

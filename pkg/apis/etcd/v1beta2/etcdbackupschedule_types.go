@@ -1,0 +1,188 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdBackupSchedule creates one EtcdBackup per run of a cron schedule, the way a CronJob
+// creates Jobs, keeps a bounded history of those objects, and applies retention to the backup
+// objects in the bucket.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcdbackupschedule;etcdbks,categories=etcd
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Fresh",type=string,JSONPath=`.status.conditions[?(@.type=="BackupFresh")].status`,description="Newest successful backup is as recent as the schedule promises"
+// +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessfulTime`
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdBackupSchedule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the schedule, the template of the backups it creates, and retention.
+	// +required
+	Spec BackupScheduleSpec `json:"spec"`
+	// status is written by the backup operator only.
+	// +optional
+	Status BackupScheduleStatus `json:"status,omitempty"`
+}
+
+// BackupScheduleSpec is the desired behaviour of an EtcdBackupSchedule.
+type BackupScheduleSpec struct {
+	// schedule is a 5-field cron expression (minute hour day-of-month month day-of-week), e.g.
+	// "0 */6 * * *", or a descriptor such as @hourly or @daily, as Kubernetes CronJob accepts.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="!self.contains('TZ=')",message="set the time zone in timeZone, not with TZ= or CRON_TZ= in schedule"
+	// +kubebuilder:validation:XValidation:rule="self.contains('TZ=') || self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$')",message="schedule must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. 0 */6 * * *) or one of @yearly, @monthly, @weekly, @daily, @hourly"
+	// +required
+	Schedule string `json:"schedule"`
+
+	// timeZone is the IANA time zone the schedule is read in, e.g. "Europe/Berlin". Unset: UTC.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+/-]+$`
+	// +optional
+	TimeZone *string `json:"timeZone,omitempty"`
+
+	// suspend stops new runs while true; runs missed meanwhile are not made up afterwards.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
+
+	// concurrencyPolicy says what happens when a run is due while the previous backup still
+	// runs: Forbid (default) skips the new run, Allow starts it anyway, Replace deletes the
+	// running backup and starts the new one.
+	// +kubebuilder:default=Forbid
+	// +optional
+	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
+
+	// startingDeadlineSeconds: a run that cannot start within this many seconds of its
+	// scheduled time is skipped (and counted as missed). Unset: no deadline, but at most one
+	// missed run is made up.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
+
+	// successfulBackupsHistoryLimit is how many completed EtcdBackup objects to keep (the
+	// objects in the bucket are governed by retention). Defaults to 3.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	SuccessfulBackupsHistoryLimit *int32 `json:"successfulBackupsHistoryLimit,omitempty"`
+
+	// failedBackupsHistoryLimit is how many failed EtcdBackup objects to keep. Defaults to 1.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	FailedBackupsHistoryLimit *int32 `json:"failedBackupsHistoryLimit,omitempty"`
+
+	// backupTemplate is the EtcdBackup each run creates. Its storage path is a prefix: each
+	// backup is written under it with a UTC timestamp and the zero-padded etcd revision.
+	// +required
+	BackupTemplate BackupTemplateSpec `json:"backupTemplate"`
+
+	// retention says which backup objects in the bucket to keep. The newest successful backup
+	// is never deleted, and only objects this project wrote under the template's path are
+	// considered. Unset: keep everything.
+	// +optional
+	Retention *RetentionPolicy `json:"retention,omitempty"`
+}
+
+// BackupTemplateSpec is the template of the EtcdBackups a schedule creates.
+type BackupTemplateSpec struct {
+	// metadata holds labels and annotations for the created EtcdBackups.
+	// +optional
+	Metadata BackupTemplateMetadata `json:"metadata,omitempty"`
+
+	// spec of the created EtcdBackups; one-shot (no backupIntervalInSecond, no maxBackups:
+	// the schedule decides when, and retention how many).
+	// +kubebuilder:validation:XValidation:rule="!has(self.backupPolicy) || ((!has(self.backupPolicy.backupIntervalInSecond) || self.backupPolicy.backupIntervalInSecond == 0) && (!has(self.backupPolicy.maxBackups) || self.backupPolicy.maxBackups == 0))",message="backupTemplate.spec.backupPolicy may set only timeoutInSecond: the schedule decides when backups run, and retention how many are kept"
+	// +required
+	Spec BackupSpec `json:"spec"`
+}
+
+// BackupTemplateMetadata is the metadata a schedule puts on the EtcdBackups it creates.
+type BackupTemplateMetadata struct {
+	// labels added to each created EtcdBackup.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// annotations added to each created EtcdBackup.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// RetentionPolicy says which backup objects in the bucket to keep.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.maxBackups) || has(self.maxAge)",message="retention needs maxBackups, maxAge or both"
+type RetentionPolicy struct {
+	// maxBackups keeps at most this many backups (the newest ones).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxBackups *int32 `json:"maxBackups,omitempty"`
+
+	// maxAge deletes backups older than this, e.g. "720h" (30 days); Go duration syntax.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="maxAge must be a positive duration such as 168h or 90m"
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// ConcurrencyPolicy says what a schedule does when a run is due while a backup still runs.
+//
+// +kubebuilder:validation:Enum=Allow;Forbid;Replace
+type ConcurrencyPolicy string
+
+// Concurrency policies, as in Kubernetes CronJob.
+const (
+	AllowConcurrent   ConcurrencyPolicy = "Allow"
+	ForbidConcurrent  ConcurrencyPolicy = "Forbid"
+	ReplaceConcurrent ConcurrencyPolicy = "Replace"
+)
+
+// BackupScheduleStatus is the observed state of an EtcdBackupSchedule.
+type BackupScheduleStatus struct {
+	// observedGeneration is the spec generation this status was written for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (the schedule is valid and running), BackupFresh (the newest successful
+	// backup is as recent as the schedule promises). See the Condition* constants.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// active are the names of the schedule's EtcdBackups that have not finished.
+	// +listType=atomic
+	// +optional
+	Active []string `json:"active,omitempty"`
+
+	// lastScheduleTime is the scheduled time of the last run that created a backup.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// nextScheduleTime is the scheduled time of the next run.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// lastSuccessfulTime is when the newest successful backup completed.
+	// +optional
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
+	// lastSuccessfulBackup is the name of the newest successful EtcdBackup.
+	// +optional
+	LastSuccessfulBackup string `json:"lastSuccessfulBackup,omitempty"`
+
+	// lastSuccessfulLocation is where the newest successful backup was written.
+	// +optional
+	LastSuccessfulLocation string `json:"lastSuccessfulLocation,omitempty"`
+}
+
+// EtcdBackupScheduleList is a list of EtcdBackupSchedules.
+//
+// +kubebuilder:object:root=true
+type EtcdBackupScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdBackupSchedule `json:"items"`
+}

@@ -1,0 +1,43 @@
+package v1beta2
+
+import "strings"
+
+// Well-known ports of member pods.
+const (
+	EtcdClientPort = 2379
+	EtcdPeerPort   = 2380
+)
+
+// EtcdVersion returns spec.version without a leading "v", or the default version if unset.
+func (s *ClusterSpec) EtcdVersion() string {
+	v := strings.TrimPrefix(s.Version, "v")
+	if v == "" {
+		return DefaultEtcdVersion
+	}
+	return v
+}
+
+// Image returns the etcd image member pods run: <repository>:v<version>.
+func (s *ClusterSpec) Image() string {
+	repo := s.Repository
+	if repo == "" {
+		repo = DefaultRepository
+	}
+	return repo + ":v" + s.EtcdVersion()
+}
+
+// IsSecureClient reports whether members serve clients over TLS.
+func (t *TLSPolicy) IsSecureClient() bool {
+	return t != nil && t.Static != nil && t.Static.OperatorSecret != ""
+}
+
+// IsSecurePeer reports whether members talk to each other over TLS.
+func (t *TLSPolicy) IsSecurePeer() bool {
+	return t != nil && t.Static != nil && t.Static.Member != nil && t.Static.Member.PeerSecret != ""
+}
+
+// ClientServiceName is the name of the Service clients connect to.
+func (c *EtcdCluster) ClientServiceName() string { return c.Name + "-client" }
+
+// PeerServiceName is the name of the headless Service that gives members their DNS names.
+func (c *EtcdCluster) PeerServiceName() string { return c.Name }

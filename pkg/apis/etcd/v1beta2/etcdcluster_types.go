@@ -1,0 +1,321 @@
+package v1beta2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// DefaultRepository is the image repository etcd member pods use when spec.repository is empty.
+	// The image is <repository>:v<version>, as in coreos/etcd-operator.
+	DefaultRepository = "quay.io/coreos/etcd"
+	// DefaultEtcdVersion is the etcd version of a cluster whose spec.version is empty: the newest
+	// supported 3.6 patch release.
+	DefaultEtcdVersion = "3.6.16"
+	// MaxClusterSize is the largest cluster size accepted; larger clusters slow consensus down.
+	MaxClusterSize = 7
+)
+
+// EtcdCluster runs an etcd cluster: a seed member first, then members added one at a time
+// through the etcd membership API until spec.size members are started and voting.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcd;etcdcluster,categories=etcd
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`,description="Members that are started, voting and healthy"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Version every member runs"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the etcd cluster.
+	// +required
+	Spec ClusterSpec `json:"spec"`
+	// status is the observed state of the etcd cluster, written by the etcd operator only.
+	// +optional
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterSpec is the desired state of an etcd cluster. Field names are those of
+// coreos/etcd-operator v0.9.4, so its manifests apply unchanged.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="bootstrap is immutable once set"
+type ClusterSpec struct {
+	// size is the number of members the cluster should have. The operator adds or removes one
+	// member at a time until the cluster has this many started, voting members.
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 7",message="size must be between 1 and 7: etcd needs at least one member, and more than 7 slow consensus down (use an odd number: 3 or 5 tolerate 1 or 2 failures)"
+	// +required
+	Size int32 `json:"size"`
+
+	// repository is the image repository of the etcd image; member pods run
+	// <repository>:v<version>. It must carry the same tags as the official etcd releases.
+	// Defaults to quay.io/coreos/etcd.
+	// +kubebuilder:default="quay.io/coreos/etcd"
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// version is the etcd release to run, as MAJOR.MINOR.PATCH with an optional leading "v"
+	// (e.g. "3.6.16"). Supported: 3.5.x and 3.6.x. Changing it upgrades the members one at a
+	// time (3.5 -> 3.6); downgrades are refused. Defaults to the newest supported 3.6 release.
+	// +kubebuilder:default="3.6.16"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$')",message="version must be an etcd release version such as 3.6.16"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || self.matches('^v?3[.](5|6)[.][0-9]+$')",messageExpression="'etcd ' + self + ' is not supported: this operator runs etcd 3.5.x and 3.6.x' + (self.matches('^v?([0-2][.]|3[.][0-4][.])') ? '; versions below 3.5 are end of life, upgrade the cluster to 3.5 before moving it to this operator' : '')"
+	// +kubebuilder:validation:XValidation:rule="!(oldSelf.matches('^v?3[.]6[.]') && self.matches('^v?3[.]5[.]'))",message="downgrading etcd from 3.6 to 3.5 is not supported: restore a 3.5 backup into a new cluster instead"
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// paused stops the operator from changing anything in this cluster (no member added, removed,
+	// replaced or upgraded) until it is set back to false. Status is still reported.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// pod is the policy for the member pods the operator creates. Changes apply to pods created
+	// after the change (new or replaced members), not to running ones.
+	// +optional
+	Pod *PodPolicy `json:"pod,omitempty"`
+
+	// TLS configures TLS for peer and client traffic. The JSON name is upper-case, as in
+	// coreos/etcd-operator.
+	// +optional
+	TLS *TLSPolicy `json:"TLS,omitempty"`
+
+	// bootstrap says how the cluster's first member is made. Unset: a new, empty seed member.
+	// The restore operator sets bootstrap.restore on the clusters it seeds from a backup; this
+	// is the explicit handshake by which the etcd operator adopts the seeded member and grows
+	// the cluster to size. Set once, never changed.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+}
+
+// BootstrapSpec says how the first member of a cluster is made.
+type BootstrapSpec struct {
+	// restore marks a cluster whose seed member is made by the restore operator from a backup.
+	// The etcd operator creates no seed of its own: it waits for the seed member named here,
+	// adopts it, then adds members until spec.size.
+	// +optional
+	Restore *RestoreBootstrap `json:"restore,omitempty"`
+}
+
+// RestoreBootstrap names the EtcdRestore that seeds a cluster and its seed member.
+type RestoreBootstrap struct {
+	// restoreName is the name of the EtcdRestore (in the same namespace) that seeds this cluster.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	RestoreName string `json:"restoreName"`
+	// seedMember is the name of the seed member's pod, which the restore operator creates.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	SeedMember string `json:"seedMember"`
+}
+
+// PodPolicy is the policy for the etcd member pods the operator creates.
+type PodPolicy struct {
+	// labels are added to every member pod. "app" and labels starting with "etcd_" are
+	// reserved for the operator.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'app' && !k.startsWith('etcd_'))",message="pod labels must not use the reserved key 'app' or keys starting with 'etcd_'"
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// nodeSelector restricts member pods to nodes with all of these labels.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// affinity holds the scheduling constraints of member pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// antiAffinity, when true and affinity is unset, keeps two members of this cluster off the
+	// same node (required pod anti-affinity on kubernetes.io/hostname). Deprecated in
+	// coreos/etcd-operator in favour of affinity; kept for compatibility.
+	// +optional
+	AntiAffinity bool `json:"antiAffinity,omitempty"`
+
+	// resources are the compute resources of the etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// tolerations of member pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// etcdEnv are environment variables of the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES.
+	// Do not set flags the operator sets to bootstrap members (such as ETCD_INITIAL_CLUSTER).
+	// +optional
+	EtcdEnv []corev1.EnvVar `json:"etcdEnv,omitempty"`
+
+	// persistentVolumeClaimSpec, when set, gives every member a PersistentVolumeClaim of this
+	// spec for its data directory, so members keep their data when their pods are deleted or
+	// their node restarts. Unset: members use emptyDir, and a member whose pod is gone is
+	// replaced by a new member that copies the data from its peers.
+	// +kubebuilder:validation:XValidation:rule="has(self.resources) && has(self.resources.requests) && 'storage' in self.resources.requests",message="persistentVolumeClaimSpec.resources.requests.storage is required (the size of each member's volume)"
+	// +optional
+	PersistentVolumeClaimSpec *corev1.PersistentVolumeClaimSpec `json:"persistentVolumeClaimSpec,omitempty"`
+
+	// annotations are added to every member pod.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// busyboxImage is accepted for compatibility with coreos/etcd-operator and ignored: member
+	// pods need no busybox init container here (the DNS wait runs inside the etcd container).
+	// +optional
+	BusyboxImage string `json:"busyboxImage,omitempty"`
+
+	// securityContext is the pod-level security context of member pods.
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+
+	// DNSTimeoutInSecond is how long a new member waits for its own DNS name to resolve before
+	// it gives up and its pod restarts. 0 (the default) waits indefinitely. The JSON name is
+	// upper-case, as in coreos/etcd-operator.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	DNSTimeoutInSecond int64 `json:"DNSTimeoutInSecond,omitempty"`
+
+	// ClusterDomain is the Kubernetes cluster domain used in member URLs, e.g. "cluster.local"
+	// (a leading dot is accepted, as in coreos/etcd-operator). Unset: member URLs use the
+	// namespace-qualified service name without a cluster domain
+	// (<pod>.<cluster>.<namespace>.svc).
+	// +kubebuilder:validation:Pattern=`^\.?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ClusterDomain string `json:"ClusterDomain,omitempty"`
+}
+
+// TLSPolicy is the TLS configuration of an etcd cluster.
+type TLSPolicy struct {
+	// static uses certificates the user put into Kubernetes Secrets.
+	// +optional
+	Static *StaticTLS `json:"static,omitempty"`
+}
+
+// StaticTLS names the Secrets that hold the cluster's certificates.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.operatorSecret) == (has(self.member) && has(self.member.serverSecret))",message="TLS.static.operatorSecret and TLS.static.member.serverSecret go together: a cluster that serves clients over TLS needs a client certificate for the operator, and the other way round"
+type StaticTLS struct {
+	// member names the Secrets that member pods use.
+	// +optional
+	Member *MemberSecret `json:"member,omitempty"`
+	// operatorSecret is the Secret with the client certificate the operators use to talk to
+	// this cluster: etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	OperatorSecret string `json:"operatorSecret,omitempty"`
+}
+
+// MemberSecret names the Secrets with the certificates of member pods.
+type MemberSecret struct {
+	// peerSecret is the Secret with the certificate members use between themselves:
+	// peer.crt, peer.key, peer-ca.crt. Its certificate must be valid for
+	// *.<cluster>.<namespace>.svc (and the same names with the cluster domain).
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	PeerSecret string `json:"peerSecret,omitempty"`
+	// serverSecret is the Secret with the certificate members serve clients with:
+	// server.crt, server.key, server-ca.crt. Its certificate must be valid for the member names
+	// and <cluster>-client.<namespace>.svc.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	ServerSecret string `json:"serverSecret,omitempty"`
+}
+
+// ClusterStatus is the observed state of an etcd cluster.
+type ClusterStatus struct {
+	// observedGeneration is the spec generation the status was last fully reconciled for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase is a one-word summary for display (Creating, Running, Scaling, Upgrading,
+	// Degraded, Failed, Paused), derived from the conditions. Automation should read conditions.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+
+	// reason explains the phase in a few words (coreos/etcd-operator field).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// controlPaused is true while spec.paused stops the operator (coreos/etcd-operator field).
+	// +optional
+	ControlPaused bool `json:"controlPaused,omitempty"`
+
+	// conditions: Available, Progressing, Scaling, Upgrading, Degraded, Paused. See the
+	// Condition* and Reason* constants for their meaning.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// size is the number of members in the etcd member list.
+	// +optional
+	Size int32 `json:"size,omitempty"`
+
+	// readyMembers is the number of members that are started, voting and healthy.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// selector is the label selector of member pods, for the /scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// serviceName is the name of the Service clients connect to (<cluster>-client).
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+
+	// clientPort is the port of the client Service.
+	// +optional
+	ClientPort int32 `json:"clientPort,omitempty"`
+
+	// members lists the members by readiness; member names are their pod names.
+	// +optional
+	Members MembersStatus `json:"members,omitempty"`
+
+	// currentVersion is the etcd version every member runs, or the lowest one during an upgrade.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+
+	// targetVersion is the version an upgrade in progress moves to; empty when not upgrading.
+	// +optional
+	TargetVersion string `json:"targetVersion,omitempty"`
+
+	// clusterID is the etcd cluster ID, in hex.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+}
+
+// MembersStatus lists members by readiness.
+type MembersStatus struct {
+	// ready are the members that serve requests.
+	// +optional
+	Ready []string `json:"ready,omitempty"`
+	// unready are the members that do not serve requests (starting, learning, or failed).
+	// +optional
+	Unready []string `json:"unready,omitempty"`
+}
+
+// ClusterPhase is a one-word summary of a cluster's state for display.
+type ClusterPhase string
+
+// Cluster phases, for display only.
+const (
+	ClusterPhaseNone      ClusterPhase = ""
+	ClusterPhaseCreating  ClusterPhase = "Creating"
+	ClusterPhaseRunning   ClusterPhase = "Running"
+	ClusterPhaseScaling   ClusterPhase = "Scaling"
+	ClusterPhaseUpgrading ClusterPhase = "Upgrading"
+	ClusterPhaseDegraded  ClusterPhase = "Degraded"
+	ClusterPhaseFailed    ClusterPhase = "Failed"
+	ClusterPhasePaused    ClusterPhase = "Paused"
+)
+
+// EtcdClusterList is a list of EtcdClusters.
+//
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}

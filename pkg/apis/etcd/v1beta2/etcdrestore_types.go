@@ -1,0 +1,177 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdRestore makes an etcd cluster from a backup. The backup is checked first (it exists, its
+// size and checksum match, it is a valid snapshot); only then is the target cluster replaced or
+// created. The restore operator seeds the first member from the snapshot, the etcd operator
+// adopts it and grows the cluster to size, and the restore succeeds only once the cluster is
+// Available and holds the backup's revision.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcdrestore,categories=etcd
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.etcdCluster.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.restoredRevision`
+// +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.duration`,description="Time to restore (RTO)"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdRestore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which backup to restore into which cluster. It is immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an EtcdRestore's spec is immutable: delete it and create a new one"
+	// +required
+	Spec RestoreSpec `json:"spec"`
+	// status records progress and outcome, written by the restore operator only.
+	// +optional
+	Status RestoreStatus `json:"status,omitempty"`
+}
+
+// RestoreSpec says which backup to restore into which cluster. Field names are those of
+// coreos/etcd-operator v0.9.4; clusterTemplate, backupRef, backupScheduleRef and
+// backupSelection are extensions.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.backupStorageType) ? 1 : 0) + (has(self.backupRef) ? 1 : 0) + (has(self.backupScheduleRef) ? 1 : 0) == 1",message="name the backup in exactly one way: backupStorageType with its s3/abs/gcs block, backupRef (an EtcdBackup), or backupScheduleRef (the newest successful backup of an EtcdBackupSchedule)"
+// +kubebuilder:validation:XValidation:rule="has(self.backupStorageType) || (!has(self.s3) && !has(self.abs) && !has(self.gcs))",message="s3, abs and gcs go with backupStorageType; with backupRef or backupScheduleRef the location comes from the backup"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'S3' || has(self.s3)",message="backupStorageType S3 needs the s3 block (path, and awsSecret or ambient credentials)"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'ABS' || has(self.abs)",message="backupStorageType ABS needs the abs block (path, and absSecret or ambient credentials)"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'GCS' || has(self.gcs)",message="backupStorageType GCS needs the gcs block (path, and gcpSecret or ambient credentials)"
+// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.abs) ? 1 : 0) + (has(self.gcs) ? 1 : 0) <= 1",message="set only one of s3, abs and gcs: the one backupStorageType names"
+// +kubebuilder:validation:XValidation:rule="(!has(self.s3) || has(self.s3.path)) && (!has(self.abs) || has(self.abs.path)) && (!has(self.gcs) || has(self.gcs.path))",message="the storage block needs a path: <bucket>/<key>"
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterTemplate) || self.clusterTemplate.name != self.etcdCluster.name",message="clusterTemplate must name another cluster than etcdCluster: leave it unset to replace etcdCluster in place"
+type RestoreSpec struct {
+	// etcdCluster names the cluster to restore into. If an EtcdCluster of that name exists, it
+	// is the template (size, version, pod policy, TLS) and is replaced once the backup has been
+	// verified; otherwise clusterTemplate must name the template.
+	// +required
+	EtcdCluster EtcdClusterRef `json:"etcdCluster"`
+
+	// clusterTemplate names an existing EtcdCluster whose spec the restored cluster copies,
+	// when etcdCluster names a new cluster: a restore drill into a scratch name that leaves the
+	// template cluster untouched.
+	// +optional
+	ClusterTemplate *EtcdClusterRef `json:"clusterTemplate,omitempty"`
+
+	// backupStorageType is the kind of object store that holds the backup: S3, ABS or GCS.
+	// The block of the same name says where.
+	// +optional
+	BackupStorageType BackupStorageType `json:"backupStorageType,omitempty"`
+
+	// BackupSource holds the s3, abs or gcs block (coreos/etcd-operator's RestoreSource, which
+	// has the same fields).
+	BackupSource `json:",inline"`
+
+	// backupSelection says how the block's path is read. Exact (default): path is the backup
+	// object. Newest: path is a prefix, and the newest backup this project wrote under it is
+	// restored.
+	// +kubebuilder:default=Exact
+	// +optional
+	BackupSelection BackupSelection `json:"backupSelection,omitempty"`
+
+	// backupRef names a successful EtcdBackup in this namespace to restore; its recorded
+	// location, size and checksum are used and checked.
+	// +optional
+	BackupRef *LocalObjectReference `json:"backupRef,omitempty"`
+
+	// backupScheduleRef names an EtcdBackupSchedule in this namespace; its newest successful
+	// backup is restored.
+	// +optional
+	BackupScheduleRef *LocalObjectReference `json:"backupScheduleRef,omitempty"`
+}
+
+// BackupSelection says how a restore reads the path of its storage block.
+//
+// +kubebuilder:validation:Enum=Exact;Newest
+type BackupSelection string
+
+// Backup selections.
+const (
+	BackupSelectionExact  BackupSelection = "Exact"
+	BackupSelectionNewest BackupSelection = "Newest"
+)
+
+// RestoreStatus reports a restore's progress and outcome. succeeded and reason are the fields
+// of coreos/etcd-operator v0.9.4.
+type RestoreStatus struct {
+	// succeeded is true once the restored cluster is Available and holds the backup's revision.
+	// +optional
+	Succeeded bool `json:"succeeded,omitempty"`
+
+	// reason explains a failure.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// observedGeneration is the spec generation this status was written for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase is a one-word summary for display: Pending, Verifying, Seeding, Growing,
+	// Succeeded, Failed.
+	// +optional
+	Phase RestorePhase `json:"phase,omitempty"`
+
+	// conditions: BackupVerified, Seeded, Complete, Failed. See the Condition* constants.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// backupLocation is the object restored, as <storageType>://<bucket>/<key>.
+	// +optional
+	BackupLocation string `json:"backupLocation,omitempty"`
+
+	// backupSize is the size in bytes of the object restored.
+	// +optional
+	BackupSize int64 `json:"backupSize,omitempty"`
+
+	// backupSHA256 is the hex SHA-256 of the object restored.
+	// +optional
+	BackupSHA256 string `json:"backupSHA256,omitempty"`
+
+	// backupRevision is the etcd revision the backup holds.
+	// +optional
+	BackupRevision int64 `json:"backupRevision,omitempty"`
+
+	// restoredRevision is the revision the restored cluster reported when it became Available;
+	// at least backupRevision.
+	// +optional
+	RestoredRevision int64 `json:"restoredRevision,omitempty"`
+
+	// startTime is when the restore started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the restore succeeded or failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// duration is completionTime - startTime: the time to restore (RTO).
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+}
+
+// RestorePhase is a one-word summary of a restore for display.
+type RestorePhase string
+
+// Restore phases, for display only.
+const (
+	RestorePhasePending   RestorePhase = "Pending"
+	RestorePhaseVerifying RestorePhase = "Verifying"
+	RestorePhaseSeeding   RestorePhase = "Seeding"
+	RestorePhaseGrowing   RestorePhase = "Growing"
+	RestorePhaseSucceeded RestorePhase = "Succeeded"
+	RestorePhaseFailed    RestorePhase = "Failed"
+)
+
+// EtcdRestoreList is a list of EtcdRestores.
+//
+// +kubebuilder:object:root=true
+type EtcdRestoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdRestore `json:"items"`
+}

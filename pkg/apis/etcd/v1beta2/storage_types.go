@@ -1,0 +1,128 @@
+package v1beta2
+
+// BackupStorageType names the object store that holds backups.
+//
+// +kubebuilder:validation:Enum=S3;ABS;GCS
+type BackupStorageType string
+
+// Storage types, with the names coreos/etcd-operator used.
+const (
+	BackupStorageTypeS3  BackupStorageType = "S3"
+	BackupStorageTypeABS BackupStorageType = "ABS"
+	BackupStorageTypeGCS BackupStorageType = "GCS"
+)
+
+// Keys of the credential Secrets, in the formats coreos/etcd-operator users already have.
+const (
+	// AWSSecretCredentialsFileName is the key of the AWS shared credentials file (profile default).
+	AWSSecretCredentialsFileName = "credentials"
+	// AWSSecretConfigFileName is the key of the AWS shared config file (profile default).
+	AWSSecretConfigFileName = "config"
+	// AzureSecretStorageAccount is the key of the Azure storage account name.
+	AzureSecretStorageAccount = "storage-account"
+	// AzureSecretStorageKey is the key of the Azure storage account key.
+	AzureSecretStorageKey = "storage-key"
+	// AzureCloudKey is the key of the Azure cloud name (AzurePublicCloud when absent).
+	AzureCloudKey = "cloud"
+	// GCPAccessToken is the key of a GCP OAuth2 access token.
+	GCPAccessToken = "access-token"
+	// GCPCredentialsJSON is the key of a GCP service account key file.
+	GCPCredentialsJSON = "credentials.json"
+)
+
+// Keys of a client TLS Secret (EtcdBackup clientTLSSecret, TLS.static.operatorSecret).
+const (
+	ClientTLSCertKey = "etcd-client.crt"
+	ClientTLSKeyKey  = "etcd-client.key"
+	ClientTLSCAKey   = "etcd-client-ca.crt"
+)
+
+// S3Source says where a backup lives in S3 or an S3-compatible store and how to reach it.
+type S3Source struct {
+	// path is "<bucket>/<key>". For a one-shot backup it is the object's key; for a periodic
+	// backup or a schedule, the key is a prefix to which each backup adds a timestamp and revision.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <bucket>/<key>, e.g. mybucket/etcd.backup"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// awsSecret is the Secret with the AWS files `credentials` and `config` (profile default).
+	// Unset: the operator's ambient credentials (environment, web identity, instance role).
+	// +optional
+	AWSSecret string `json:"awsSecret,omitempty"`
+
+	// endpoint of an S3-compatible store (e.g. http://minio.minio:9000). Unset: AWS S3.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// forcePathStyle uses path-style URLs (endpoint/bucket/key) instead of bucket subdomains,
+	// which most S3-compatible stores need.
+	// +optional
+	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+}
+
+// ABSSource says where a backup lives in Azure Blob Storage and how to reach it.
+type ABSSource struct {
+	// path is "<container>/<blob>", read like S3Source.path.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <container>/<blob>, e.g. mycontainer/etcd.backup"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// absSecret is the Secret with `storage-account`, `storage-key` and optionally `cloud`
+	// (AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud). Unset: ambient credentials.
+	// +optional
+	ABSSecret string `json:"absSecret,omitempty"`
+
+	// endpoint overrides the blob service URL (e.g. an Azurite emulator). Unset: derived from
+	// the account and cloud.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// GCSSource says where a backup lives in Google Cloud Storage and how to reach it.
+type GCSSource struct {
+	// path is "<bucket>/<object>", read like S3Source.path.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <bucket>/<object>, e.g. mybucket/etcd.backup"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// gcpSecret is the Secret with at most one of `access-token` and `credentials.json`.
+	// Unset: application default credentials.
+	// +optional
+	GCPSecret string `json:"gcpSecret,omitempty"`
+
+	// endpoint overrides the storage API URL (e.g. a fake-gcs-server emulator).
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// BackupSource holds exactly one object-store location, matching the storage type.
+type BackupSource struct {
+	// s3 is the location when the storage type is S3.
+	// +optional
+	S3 *S3Source `json:"s3,omitempty"`
+	// abs is the location when the storage type is ABS.
+	// +optional
+	ABS *ABSSource `json:"abs,omitempty"`
+	// gcs is the location when the storage type is GCS.
+	// +optional
+	GCS *GCSSource `json:"gcs,omitempty"`
+}
+
+// EtcdClusterRef names an EtcdCluster in the same namespace.
+type EtcdClusterRef struct {
+	// name of the EtcdCluster.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+}
+
+// LocalObjectReference names an object of a known kind in the same namespace.
+type LocalObjectReference struct {
+	// name of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+}
