@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Installs (cached) and runs the object-store servers that pkg/backend's tests and bench/backend
+# use, all on loopback:
+#   MinIO (S3)                127.0.0.1:9000
+#   fake-gcs-server (GCS)     127.0.0.1:4443
+#   Azurite (Azure Blob)      127.0.0.1:10000
+# Usage: hack/objstores.sh up|down|status|env
+#   up      install what is missing, start what is not running, wait until ready, write the env file
+#   down    stop the servers (by PID) and wipe their state
+#   status  show which servers run
+#   env     print the env file (`eval "$(hack/objstores.sh env)"`)
+# Binaries live under $CACHE_DIR/objstores keyed by version; server state under
+# $CACHE_DIR/objstores/data, wiped on `down` and recreated when a server is started.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
+FAKE_GCS_VERSION="${FAKE_GCS_VERSION:-v1.56.1}"
+AZURITE_VERSION="${AZURITE_VERSION:-3.37.0}"
+
+OBJ_DIR="$CACHE_DIR/objstores"
+RUN_DIR="$OBJ_DIR/run"
+DATA_DIR="$OBJ_DIR/data"
+ENV_FILE="$OBJ_DIR/env"
+
+MINIO_BIN="$OBJ_DIR/minio-$MINIO_VERSION/minio"
+FAKE_GCS_BIN="$OBJ_DIR/fake-gcs-server-$FAKE_GCS_VERSION/fake-gcs-server"
+AZURITE_DIR="$OBJ_DIR/azurite-$AZURITE_VERSION"
+AZURITE_BIN="$AZURITE_DIR/node_modules/.bin/azurite-blob"
+
+# Test-only credentials for servers that listen on loopback only.
+S3_ACCESS_KEY="etcd-suite"
+S3_SECRET_KEY="etcd-suite-secret-key"
+# Azurite's well-known development account (public, documented by Microsoft).
+ABS_ACCOUNT="devstoreaccount1"
+ABS_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+READY_TIMEOUT="${READY_TIMEOUT:-60}"
+
+# go_install_cached <module@version> <binary path>: go install into a temporary GOBIN and move the
+# binary into place only when the build succeeded, so a failed build is never taken for a cache hit.
+go_install_cached() {
+  local pkg="$1" bin="$2" tmp start
+  [ -x "$bin" ] && return 0
+  tmp="$(mktemp -d "$OBJ_DIR/.install.XXXXXX")"
+  log "installing $pkg (cold build, this takes a while)"
+  start=$SECONDS
+  (cd "$tmp" && CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS=-trimpath go install -ldflags "-s -w" "$pkg")
+  mkdir -p "$(dirname "$bin")"
+  mv "$tmp/$(basename "$bin")" "$bin"
+  rm -rf "$tmp"
+  log "installed $(basename "$bin") in $((SECONDS - start)) s"
+}
+
+install_azurite() {
+  local tmp start
+  [ -x "$AZURITE_BIN" ] && return 0
+  tmp="$(mktemp -d "$OBJ_DIR/.install.XXXXXX")"
+  log "installing azurite@$AZURITE_VERSION with npm"
+  start=$SECONDS
+  npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >&2
+  rm -rf "$AZURITE_DIR"
+  mv "$tmp" "$AZURITE_DIR"
+  log "installed azurite in $((SECONDS - start)) s"
+}
+
+install_all() {
+  mkdir -p "$OBJ_DIR"
+  go_install_cached "github.com/minio/minio@$MINIO_VERSION" "$MINIO_BIN"
+  go_install_cached "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION" "$FAKE_GCS_BIN"
+  install_azurite
+}
+
+pid_of() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
+
+running() {
+  local pid
+  pid="$(pid_of "$1")"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
+
+# start <name> <port> <command...>: start a server detached from this shell with fresh state,
+# recording its PID.
+start() {
+  local name="$1" port="$2"
+  shift 2
+  if running "$name"; then
+    log "$name already running (pid $(pid_of "$name"))"
+    return 0
+  fi
+  if port_busy "$port"; then
+    log "port $port is taken by a process this script did not start; refusing to start $name"
+    return 1
+  fi
+  rm -rf "${DATA_DIR:?}/$name"
+  mkdir -p "$DATA_DIR/$name" "$RUN_DIR"
+  # Not a process-group leader here, so setsid execs in place and $! is the server's PID.
+  setsid "$@" >"$RUN_DIR/$name.log" 2>&1 </dev/null &
+  echo $! >"$RUN_DIR/$name.pid"
+  log "started $name (pid $!), log $RUN_DIR/$name.log"
+}
+
+# wait_ready <name> <url>: any HTTP answer (even 4xx) from the URL means the server listens.
+wait_ready() {
+  local name="$1" url="$2" deadline=$((SECONDS + READY_TIMEOUT)) code
+  while :; do
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" || true)"
+    if [ -n "$code" ] && [ "$code" != "000" ]; then return 0; fi
+    if ! running "$name"; then
+      log "$name exited; last log lines:"
+      tail -n 20 "$RUN_DIR/$name.log" >&2 || true
+      return 1
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      log "$name not ready after ${READY_TIMEOUT}s"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+write_env() {
+  cat >"$ENV_FILE" <<EOF
+export ETCD_SUITE_S3_ENDPOINT=http://127.0.0.1:9000
+export ETCD_SUITE_S3_ACCESS_KEY=$S3_ACCESS_KEY
+export ETCD_SUITE_S3_SECRET_KEY=$S3_SECRET_KEY
+export ETCD_SUITE_S3_REGION=us-east-1
+export ETCD_SUITE_GCS_ENDPOINT=http://127.0.0.1:4443/storage/v1/
+export ETCD_SUITE_ABS_ENDPOINT=http://127.0.0.1:10000/$ABS_ACCOUNT
+export ETCD_SUITE_ABS_ACCOUNT=$ABS_ACCOUNT
+export ETCD_SUITE_ABS_KEY=$ABS_KEY
+EOF
+}
+
+up() {
+  install_all
+  MINIO_ROOT_USER="$S3_ACCESS_KEY" MINIO_ROOT_PASSWORD="$S3_SECRET_KEY" MINIO_BROWSER=off \
+    start minio 9000 "$MINIO_BIN" server --quiet --address 127.0.0.1:9000 "$DATA_DIR/minio"
+  start fake-gcs 4443 "$FAKE_GCS_BIN" -scheme http -host 127.0.0.1 -port 4443 \
+    -backend filesystem -filesystem-root "$DATA_DIR/fake-gcs" \
+    -public-host 127.0.0.1:4443 -external-url http://127.0.0.1:4443 -log-level warn
+  start azurite 10000 "$AZURITE_BIN" --blobHost 127.0.0.1 --blobPort 10000 \
+    --location "$DATA_DIR/azurite" --skipApiVersionCheck --disableTelemetry --loose
+  wait_ready minio http://127.0.0.1:9000/minio/health/live
+  wait_ready fake-gcs http://127.0.0.1:4443/storage/v1/b
+  wait_ready azurite "http://127.0.0.1:10000/$ABS_ACCOUNT?comp=list"
+  write_env
+  log "object stores ready; env in $ENV_FILE"
+}
+
+stop() {
+  local name="$1" pid i
+  pid="$(pid_of "$name")"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    for i in $(seq 1 40); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.25
+    done
+    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
+    log "stopped $name (pid $pid)"
+  fi
+  rm -f "$RUN_DIR/$name.pid"
+  rm -rf "${DATA_DIR:?}/$name"
+}
+
+down() {
+  stop minio
+  stop fake-gcs
+  stop azurite
+  rm -f "$ENV_FILE"
+}
+
+status() {
+  local name rc=0
+  for name in minio fake-gcs azurite; do
+    if running "$name"; then
+      echo "$name: running (pid $(pid_of "$name"))"
+    else
+      echo "$name: stopped"
+      rc=1
+    fi
+  done
+  return $rc
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+status) status ;;
+env)
+  [ -f "$ENV_FILE" ] || { log "no env file: run '$0 up' first"; exit 1; }
+  cat "$ENV_FILE"
+  ;;
+*)
+  echo "usage: $0 up|down|status|env" >&2
+  exit 2
+  ;;
+esac

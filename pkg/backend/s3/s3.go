@@ -1,0 +1,264 @@
+// Package s3 is a backend.Backend on Amazon S3 and S3-compatible stores (MinIO, Ceph RGW, ...),
+// built on aws-sdk-go-v2 and its multipart upload manager.
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
+)
+
+const (
+	// DefaultPartSize is the multipart part size when Config.PartSize is 0. With S3's limit of
+	// 10,000 parts it allows objects up to ~78 GiB, far above etcd's database size limit.
+	DefaultPartSize = 8 << 20
+	// DefaultConcurrency is the number of parts uploaded in parallel when Config.Concurrency is 0.
+	DefaultConcurrency = 4
+	// DefaultRegion is used when neither Config.Region nor the ambient AWS config sets one;
+	// S3-compatible stores usually accept it.
+	DefaultRegion = "us-east-1"
+	// abortTimeout bounds the cleanup of a failed multipart upload.
+	abortTimeout = 30 * time.Second
+)
+
+// Config configures the S3 provider.
+type Config struct {
+	// Bucket is the bucket name.
+	Bucket string
+	// Region is the bucket's region. Empty: the ambient AWS config's, else DefaultRegion.
+	Region string
+	// Endpoint overrides the S3 endpoint (scheme and host), for S3-compatible stores.
+	Endpoint string
+	// ForcePathStyle addresses buckets as endpoint/bucket instead of bucket.endpoint, as MinIO
+	// and most S3-compatible stores need.
+	ForcePathStyle bool
+	// Credentials are static credentials (from an awsSecret). Nil uses the SDK's default chain:
+	// environment, shared files, web identity (IRSA), container and instance roles.
+	Credentials *Credentials
+	// PartSize is the multipart part size in bytes (at least 5 MiB); 0 means DefaultPartSize.
+	PartSize int64
+	// Concurrency is the number of parts uploaded in parallel; 0 means DefaultConcurrency.
+	Concurrency int
+	// ListPageSize is the number of keys per listing request; 0 means the server's (1000).
+	ListPageSize int32
+}
+
+func (c *Config) validate() error {
+	if c.Bucket == "" {
+		return errors.New("s3: Bucket is required")
+	}
+	if c.PartSize != 0 && c.PartSize < manager.MinUploadPartSize {
+		return fmt.Errorf("s3: PartSize %d below the S3 minimum %d", c.PartSize, manager.MinUploadPartSize)
+	}
+	if c.Concurrency < 0 || c.ListPageSize < 0 {
+		return errors.New("s3: Concurrency and ListPageSize must not be negative")
+	}
+	if c.Endpoint != "" {
+		if u, err := url.Parse(c.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
+			return fmt.Errorf("s3: Endpoint %q is not an absolute URL", c.Endpoint)
+		}
+	}
+	return nil
+}
+
+// MemoryBound returns the most upload buffer memory a Put holds: the manager keeps Concurrency
+// parts in flight, one being filled, and reads the first part separately.
+func (c *Config) MemoryBound() int64 {
+	cc := *c
+	cc.setDefaults()
+	return int64(cc.Concurrency+2) * cc.PartSize
+}
+
+func (c *Config) setDefaults() {
+	if c.PartSize == 0 {
+		c.PartSize = DefaultPartSize
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+}
+
+// Backend stores objects in one S3 bucket.
+type Backend struct {
+	cfg      Config
+	client   *s3.Client
+	uploader *manager.Uploader
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a Backend for cfg. It makes no request: a missing bucket or bad credentials show
+// up on first use.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	var opts []func(*config.LoadOptions) error
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if c := cfg.Credentials; c != nil {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, c.SessionToken)))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3: loading AWS config: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = DefaultRegion
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.ForcePathStyle
+	})
+	// feature/s3/manager is marked deprecated in favour of feature/s3/transfermanager, which is
+	// still pre-1.0 (its API may change in any release). The manager is stable, streams an
+	// io.Reader of unknown size with a bounded pool of part buffers, and aborts the multipart
+	// upload on failure (LeavePartsOnError false, its default, set explicitly here). Revisit when
+	// transfermanager reaches 1.0.
+	uploader := manager.NewUploader(client, func(u *manager.Uploader) { //nolint:staticcheck // see above
+		u.PartSize = cfg.PartSize
+		u.Concurrency = cfg.Concurrency
+		u.LeavePartsOnError = false
+	})
+	return &Backend{cfg: cfg, client: client, uploader: uploader}, nil
+}
+
+// Put implements backend.Backend with a multipart upload (a single PutObject below PartSize).
+func (b *Backend) Put(ctx context.Context, key string, r io.Reader) error {
+	if err := backend.ValidateKey(key); err != nil {
+		return fmt.Errorf("s3: putting %q: %w", key, err)
+	}
+	ur := backend.NewUploadReader(ctx, r)
+	_, err := b.uploader.Upload(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(b.cfg.Bucket),
+		Key:    aws.String(key),
+		Body:   ur,
+	})
+	if err != nil {
+		err = errors.Join(ur.Cause(err), b.abort(ctx, key, err))
+		return fmt.Errorf("s3: putting %q in bucket %s: %w", key, b.cfg.Bucket, err)
+	}
+	return nil
+}
+
+// abort makes sure a failed multipart upload is aborted. The manager aborts it itself, but with
+// the upload's context: when that context was cancelled its abort request fails too and the
+// uploaded parts would linger (invisible, but billed). Aborting twice is harmless.
+func (b *Backend) abort(ctx context.Context, key string, err error) error {
+	mf, ok := errors.AsType[manager.MultiUploadFailure](err)
+	if !ok || mf.UploadID() == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	_, aerr := b.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+		Bucket:   aws.String(b.cfg.Bucket),
+		Key:      aws.String(key),
+		UploadId: aws.String(mf.UploadID()),
+	})
+	if _, gone := errors.AsType[*types.NoSuchUpload](aerr); aerr == nil || gone {
+		return nil
+	}
+	return fmt.Errorf("aborting multipart upload %s: %w", mf.UploadID(), aerr)
+}
+
+// notFound marks S3's "no such key" errors with backend.ErrNotFound. HEAD responses carry no
+// body, so their code is the generic "NotFound".
+func notFound(err error) error {
+	if apiErr, ok := errors.AsType[smithy.APIError](err); ok {
+		switch apiErr.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return fmt.Errorf("%w: %w", backend.ErrNotFound, err)
+		}
+	}
+	return err
+}
+
+// Get implements backend.Backend.
+func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("s3: getting %q from bucket %s: %w", key, b.cfg.Bucket, notFound(err))
+	}
+	return out.Body, nil
+}
+
+// GetRange implements backend.Backend with an HTTP Range request.
+func (b *Backend) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if err := backend.ValidateRange(offset, length); err != nil {
+		return nil, fmt.Errorf("s3: getting %q range: %w", key, err)
+	}
+	rng := fmt.Sprintf("bytes=%d-", offset)
+	if length > 0 {
+		rng = fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
+	}
+	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key), Range: aws.String(rng),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3: getting %q %s from bucket %s: %w", key, rng, b.cfg.Bucket, notFound(err))
+	}
+	return out.Body, nil
+}
+
+// Stat implements backend.Backend.
+func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
+	out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return backend.ObjectInfo{}, fmt.Errorf("s3: stat %q in bucket %s: %w", key, b.cfg.Bucket, notFound(err))
+	}
+	return backend.ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// List implements backend.Backend, following every page of ListObjectsV2.
+func (b *Backend) List(ctx context.Context, prefix string) ([]backend.ObjectInfo, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.cfg.Bucket), Prefix: aws.String(prefix)}
+	if b.cfg.ListPageSize > 0 {
+		in.MaxKeys = aws.Int32(b.cfg.ListPageSize)
+	}
+	infos := []backend.ObjectInfo{}
+	for p := s3.NewListObjectsV2Paginator(b.client, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("s3: listing %q in bucket %s: %w", prefix, b.cfg.Bucket, err)
+		}
+		for _, o := range page.Contents {
+			infos = append(infos, backend.ObjectInfo{
+				Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified),
+			})
+		}
+	}
+	// S3 lists in UTF-8 byte order already; S3-compatible stores are not all that careful.
+	backend.SortObjects(infos)
+	return infos, nil
+}
+
+// Delete implements backend.Backend. S3 itself answers 204 for a missing key.
+func (b *Backend) Delete(ctx context.Context, key string) error {
+	_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
+	if err != nil && !backend.IsNotFound(notFound(err)) {
+		return fmt.Errorf("s3: deleting %q from bucket %s: %w", key, b.cfg.Bucket, err)
+	}
+	return nil
+}
+
+// Close implements backend.Backend; the SDK client holds nothing that needs closing.
+func (b *Backend) Close() error { return nil }
