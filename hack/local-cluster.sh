@@ -1,0 +1,448 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes on this machine, built and started by the project itself.
+#
+#   hack/local-cluster.sh up       build (cached) and start; returns when the node is Ready and
+#                                  CoreDNS answers. Running it again is harmless.
+#   hack/local-cluster.sh down     stop every process by PID, remove the bridge, the iptables
+#                                  rules and chains, the mounts and the state it created.
+#   hack/local-cluster.sh status   what runs, and the node.
+#
+# Components (all host processes, PIDs under $LC_DIR/pids): etcd for the apiserver, kube-apiserver,
+# kube-controller-manager (hostPath provisioner + default StorageClass), kube-scheduler,
+# containerd + runc + the CNI bridge, kubelet, kube-proxy (iptables), CoreDNS. See
+# docs/local-cluster.md and the templates in hack/local-cluster/.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$ROOT_DIR/hack/local-cluster/env.sh"
+
+TPL_DIR="$ROOT_DIR/hack/local-cluster"
+PKI="$LC_DIR/pki"
+PID_DIR="$LC_DIR/pids"
+LOG_DIR="$LC_DIR/logs"
+ETCD_BIN="$(etcd_bin_dir "$ETCD_VERSION")"
+APISERVER_URL="https://$LC_BRIDGE_IP:$LC_APISERVER_PORT"
+FWD_CHAIN="EO-LOCAL-FORWARD"
+# Start order; stop runs it backwards.
+COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+
+kubectl_admin() { "$KUBECTL" --kubeconfig "$LC_KUBECONFIG" "$@"; }
+
+# ---------------------------------------------------------------------------------------------
+# Processes: started detached, tracked by PID file, stopped by PID. A PID file only counts if
+# the process it names still runs the binary we started (stale files after a reboot or a killed
+# session are ignored and removed).
+
+pid_of() {
+  local f="$PID_DIR/$1.pid" pid exe
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f")"
+  exe="$(cat "$PID_DIR/$1.exe" 2>/dev/null || true)"
+  if [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]; then
+    echo "$pid"
+    return 0
+  fi
+  rm -f "$f" "$PID_DIR/$1.exe"
+  return 1
+}
+
+running() { pid_of "$1" >/dev/null; }
+
+# start NAME BINARY ARGS...: start BINARY in its own session, log to $LOG_DIR/NAME.log.
+start() {
+  local name="$1" bin="$2"
+  shift 2
+  if running "$name"; then return 0; fi
+  mkdir -p "$PID_DIR" "$LOG_DIR"
+  log "starting $name"
+  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  echo $! >"$PID_DIR/$name.pid"
+  readlink -f "$bin" >"$PID_DIR/$name.exe"
+  sleep 0.2
+  running "$name" || { tail -20 "$LOG_DIR/$name.log" >&2; die "$name exited at once (log: $LOG_DIR/$name.log)"; }
+}
+
+stop() {
+  local name="$1" pid i
+  pid="$(pid_of "$name")" || return 0
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+  [ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$PID_DIR/$name.pid" "$PID_DIR/$name.exe"
+}
+
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+# wait_for DESCRIPTION TIMEOUT_SECONDS COMMAND...: poll COMMAND until it succeeds.
+wait_for() {
+  local what="$1" timeout="$2" start=$SECONDS
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS - start < timeout)) || die "timed out after ${timeout}s waiting for $what (logs: $LOG_DIR)"
+    sleep 0.5
+  done
+}
+
+render() { # render TEMPLATE OUT: replace @VAR@ with the variable's value
+  local args=() v
+  for v in LC_DIR LC_VAR_DIR LC_RUN_DIR LC_CONTAINERD_SOCK LC_PAUSE_IMAGE LC_BRIDGE LC_BRIDGE_IP \
+    LC_POD_CIDR LC_SERVICE_CIDR LC_NODE_NAME LC_CLUSTER_DOMAIN; do
+    args+=(-e "s|@$v@|${!v}|g")
+  done
+  sed "${args[@]}" "$TPL_DIR/$1" >"$2.tmp" && mv "$2.tmp" "$2"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Build (cached by version).
+
+build() {
+  "$ROOT_DIR/hack/build-k8s.sh"
+  "$ROOT_DIR/hack/build-etcd.sh" "$ETCD_VERSION"
+  if [ ! -x "$COREDNS_BIN_DIR/coredns" ]; then
+    log "building CoreDNS $COREDNS_VERSION (cold: 2-3 min)"
+    mkdir -p "$COREDNS_BIN_DIR"
+    GOBIN="$COREDNS_BIN_DIR" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+      "github.com/coredns/coredns@$COREDNS_VERSION"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# PKI: one self-made CA; serving certs for the apiserver and the kubelet; client certs per user.
+
+cert() { # cert NAME CN O EXT: key + cert signed by the CA; EXT is the extension file body
+  local name="$1" cn="$2" org="$3" ext="$4" subj="/CN=$2"
+  [ -f "$PKI/$name.crt" ] && return 0
+  [ -n "$org" ] && subj="/O=$org/CN=$cn"
+  openssl genrsa -out "$PKI/$name.key" 2048 2>/dev/null
+  openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
+  printf '%s\n' "$ext" >"$PKI/$name.ext"
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 3650 -sha256 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
+  rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+}
+
+kubeconfig() { # kubeconfig FILE CERT_NAME USER
+  local file="$1" name="$2" user="$3"
+  [ -f "$file" ] && return 0
+  "$KUBECTL" --kubeconfig "$file.tmp" config set-cluster local --server "$APISERVER_URL" \
+    --certificate-authority "$PKI/ca.crt" --embed-certs >/dev/null
+  "$KUBECTL" --kubeconfig "$file.tmp" config set-credentials "$user" --client-certificate "$PKI/$name.crt" \
+    --client-key "$PKI/$name.key" --embed-certs >/dev/null
+  "$KUBECTL" --kubeconfig "$file.tmp" config set-context local --cluster local --user "$user" >/dev/null
+  "$KUBECTL" --kubeconfig "$file.tmp" config use-context local >/dev/null
+  mv "$file.tmp" "$file"
+}
+
+pki() {
+  mkdir -p "$PKI"
+  chmod 700 "$PKI"
+  if [ ! -f "$PKI/ca.crt" ]; then
+    log "creating the cluster CA and certificates"
+    openssl genrsa -out "$PKI/ca.key" 2048 2>/dev/null
+    openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=etcd-operator-local-ca" -days 3650 -sha256 \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+      -out "$PKI/ca.crt" 2>/dev/null
+  fi
+  local client="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  local server="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth"
+  cert apiserver kube-apiserver "" "$server
+subjectAltName=IP:127.0.0.1,IP:$LC_BRIDGE_IP,IP:$LC_APISERVER_SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.$LC_CLUSTER_DOMAIN"
+  cert kubelet "$LC_NODE_NAME" "" "$server
+subjectAltName=IP:$LC_BRIDGE_IP,DNS:$LC_NODE_NAME"
+  cert admin admin system:masters "$client"
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "$client"
+  cert kube-controller-manager system:kube-controller-manager "" "$client"
+  cert kube-scheduler system:kube-scheduler "" "$client"
+  cert kubelet-client "system:node:$LC_NODE_NAME" system:nodes "$client"
+  cert kube-proxy system:kube-proxy "" "$client"
+  cert coredns coredns "" "$client"
+  if [ ! -f "$PKI/sa.key" ]; then
+    openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+  fi
+  kubeconfig "$LC_KUBECONFIG" admin admin
+  kubeconfig "$LC_DIR/kube-controller-manager.kubeconfig" kube-controller-manager system:kube-controller-manager
+  kubeconfig "$LC_DIR/kube-scheduler.kubeconfig" kube-scheduler system:kube-scheduler
+  kubeconfig "$LC_DIR/kubelet.kubeconfig" kubelet-client "system:node:$LC_NODE_NAME"
+  kubeconfig "$LC_DIR/kube-proxy.kubeconfig" kube-proxy system:kube-proxy
+  kubeconfig "$LC_DIR/coredns.kubeconfig" coredns coredns
+}
+
+# ---------------------------------------------------------------------------------------------
+# Host network: the bridge, sysctls, and a FORWARD guard so nothing crosses between the cluster
+# and the outside interface.
+
+host_setup() {
+  local m
+  for m in overlay br_netfilter nf_conntrack; do modprobe "$m" 2>/dev/null || true; done
+  [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] || die "br_netfilter is not available"
+  mkdir -p "$LC_DIR"
+  # Remember the machine's forwarding setting once, so `down` can put it back.
+  [ -f "$LC_DIR/saved-ip_forward" ] || cat /proc/sys/net/ipv4/ip_forward >"$LC_DIR/saved-ip_forward"
+  # Pod -> service -> pod on the same bridge is routed (needs forwarding) and its replies must
+  # pass conntrack (needs bridged traffic to go through iptables).
+  sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1
+
+  if ! ip link show "$LC_BRIDGE" >/dev/null 2>&1; then
+    log "creating bridge $LC_BRIDGE ($LC_BRIDGE_IP)"
+    ip link add "$LC_BRIDGE" type bridge
+  fi
+  sysctl -qw "net.ipv6.conf.$LC_BRIDGE.disable_ipv6=1" 2>/dev/null || true
+  ip addr show dev "$LC_BRIDGE" | grep -q "inet $LC_BRIDGE_IP/" ||
+    ip addr add "$LC_BRIDGE_IP/${LC_POD_CIDR#*/}" dev "$LC_BRIDGE"
+  ip link set "$LC_BRIDGE" up
+  forward_guard
+}
+
+# forward_guard (re)puts the jump to our guard chain first in FORWARD: kube-proxy prepends its
+# own jump once, so running this again at the end of `up` keeps ours in front of it.
+forward_guard() {
+  iptables -w -N "$FWD_CHAIN" 2>/dev/null || true
+  iptables -w -F "$FWD_CHAIN"
+  iptables -w -A "$FWD_CHAIN" -i "$LC_BRIDGE" ! -o "$LC_BRIDGE" -j DROP
+  iptables -w -A "$FWD_CHAIN" ! -i "$LC_BRIDGE" -o "$LC_BRIDGE" -j DROP
+  while iptables -w -D FORWARD -j "$FWD_CHAIN" 2>/dev/null; do :; done
+  iptables -w -I FORWARD 1 -j "$FWD_CHAIN"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Components.
+
+start_etcd() {
+  start etcd "$ETCD_BIN/etcd" --name local --data-dir "$LC_DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$LC_ETCD_CLIENT_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$LC_ETCD_CLIENT_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$LC_ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$LC_ETCD_PEER_PORT" \
+    --initial-cluster "local=http://127.0.0.1:$LC_ETCD_PEER_PORT" \
+    --listen-metrics-urls "" --unsafe-no-fsync --quota-backend-bytes 4294967296 --log-level warn
+  wait_for "etcd" 60 "$ETCD_BIN/etcdctl" --endpoints "127.0.0.1:$LC_ETCD_CLIENT_PORT" endpoint health
+}
+
+start_apiserver() {
+  start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$LC_ETCD_CLIENT_PORT" \
+    --bind-address "$LC_BRIDGE_IP" --advertise-address "$LC_BRIDGE_IP" --secure-port "$LC_APISERVER_PORT" \
+    --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+    --client-ca-file "$PKI/ca.crt" \
+    --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$PKI/ca.crt" \
+    --kubelet-preferred-address-types InternalIP \
+    --service-account-issuer "https://kubernetes.default.svc.$LC_CLUSTER_DOMAIN" \
+    --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+    --service-cluster-ip-range "$LC_SERVICE_CIDR" \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --allow-privileged=true --profiling=false --event-ttl 1h
+  wait_for "kube-apiserver" 120 kubectl_admin get --raw /readyz
+  kubectl_admin apply -f "$TPL_DIR/addons.yaml" >/dev/null
+}
+
+start_containerd() {
+  mkdir -p "$LC_DIR/cni" "$LC_VAR_DIR" "$LC_RUN_DIR/containerd"
+  render containerd.toml "$LC_DIR/containerd.toml"
+  render cni.conflist "$LC_DIR/cni/10-etcd-operator-local.conflist"
+  start containerd "$(command -v containerd)" --config "$LC_DIR/containerd.toml"
+  wait_for "containerd" 60 lc_ctr version
+  # The sandbox image must be there before the kubelet starts the first pod.
+  "$ROOT_DIR/hack/images.sh" pause
+}
+
+start_controller_manager() {
+  start kube-controller-manager "$K8S_BIN_DIR/kube-controller-manager" \
+    --kubeconfig "$LC_DIR/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$LC_DIR/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$LC_DIR/kube-controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false \
+    --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
+    --use-service-account-credentials=true \
+    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+    --service-cluster-ip-range "$LC_SERVICE_CIDR" --cluster-cidr "$LC_POD_CIDR" --allocate-node-cidrs=false \
+    --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller' \
+    --enable-hostpath-provisioner=true
+}
+
+start_scheduler() {
+  start kube-scheduler "$K8S_BIN_DIR/kube-scheduler" \
+    --kubeconfig "$LC_DIR/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig "$LC_DIR/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig "$LC_DIR/kube-scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false
+}
+
+start_kubelet() {
+  mkdir -p "$LC_VAR_DIR/kubelet"
+  render kubelet.yaml "$LC_DIR/kubelet.yaml"
+  start kubelet "$K8S_BIN_DIR/kubelet" --config "$LC_DIR/kubelet.yaml" \
+    --kubeconfig "$LC_DIR/kubelet.kubeconfig" --root-dir "$LC_VAR_DIR/kubelet" \
+    --hostname-override "$LC_NODE_NAME" --node-ip "$LC_BRIDGE_IP" \
+    --node-labels "node-role.kubernetes.io/control-plane="
+}
+
+start_kube_proxy() {
+  render kube-proxy.yaml "$LC_DIR/kube-proxy.yaml"
+  start kube-proxy "$K8S_BIN_DIR/kube-proxy" --config "$LC_DIR/kube-proxy.yaml"
+}
+
+start_coredns() {
+  render Corefile "$LC_DIR/Corefile"
+  start coredns "$COREDNS_BIN_DIR/coredns" -conf "$LC_DIR/Corefile"
+}
+
+dns_answers() {
+  [ "$(dig +short +time=1 +tries=1 "@$LC_BRIDGE_IP" "kubernetes.default.svc.$LC_CLUSTER_DOMAIN" A)" = "$LC_APISERVER_SERVICE_IP" ]
+}
+
+up() {
+  [ "$(id -u)" = 0 ] || die "the local cluster needs root (network, mounts, containerd)"
+  lc_ensure_packages
+  build
+  local any=false c
+  for c in "${COMPONENTS[@]}"; do running "$c" && any=true; done
+  # Nothing of ours runs but something was left behind (a killed session, a reboot): start clean.
+  if ! $any && { [ -d "$LC_DIR/etcd" ] || [ -d "$LC_VAR_DIR" ] || ip link show "$LC_BRIDGE" >/dev/null 2>&1; }; then
+    log "found leftovers of a previous run and nothing running: cleaning up first"
+    down
+  fi
+  host_setup
+  pki
+  start_etcd
+  start_apiserver
+  start_containerd
+  start_controller_manager
+  start_scheduler
+  start_kubelet
+  start_kube_proxy
+  start_coredns
+  wait_for "node $LC_NODE_NAME to be Ready" 180 \
+    kubectl_admin wait --for=condition=Ready "node/$LC_NODE_NAME" --timeout=5s
+  wait_for "CoreDNS to answer on $LC_BRIDGE_IP:53" 60 dns_answers
+  forward_guard
+  log "local cluster is up: node $LC_NODE_NAME Ready, CoreDNS answers on $LC_BRIDGE_IP:53"
+  cat >&2 <<EOF
+
+  export KUBECONFIG=$LC_KUBECONFIG
+  $KUBECTL get nodes
+  (admin in system:masters; apiserver $APISERVER_URL; logs in $LOG_DIR)
+
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# Teardown. Every step tolerates "already gone", so down is idempotent too.
+
+# kill_pod_processes kills every process left in the kubepods cgroups (containers outlive a
+# killed containerd and its shims) and removes those cgroups.
+kill_pod_processes() {
+  local root=/sys/fs/cgroup i pids
+  for i in 1 2 3 4 5; do
+    pids="$(cat "$root"/*/kubepods/cgroup.procs "$root"/*/kubepods/*/cgroup.procs \
+      "$root"/*/kubepods/*/*/cgroup.procs "$root"/*/kubepods/*/*/*/cgroup.procs 2>/dev/null | sort -u)"
+    [ -z "$pids" ] && break
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.5
+  done
+  find "$root"/*/kubepods -depth -type d -exec rmdir {} \; 2>/dev/null || true
+}
+
+unmount_under() { # unmount every mount point under the given directories, deepest first
+  local d m
+  for d in "$@"; do
+    [ -e "$d" ] || continue
+    findmnt -rn -o TARGET | grep -E "^$(readlink -f "$d")(/|$)" | sort -r | while read -r m; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+  done
+}
+
+iptables_cleanup() {
+  local ipt table rule chain
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null || continue
+    for table in filter nat mangle raw; do
+      # Rules in built-in chains that jump to our chains, then our chains themselves.
+      "$ipt" -w -t "$table" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j (KUBE-|CNI-|EO-LOCAL-)' |
+        while read -r rule; do
+          # shellcheck disable=SC2086
+          eval "$ipt -w -t $table ${rule/-A/-D}" 2>/dev/null || true
+        done
+      for chain in $("$ipt" -w -t "$table" -S 2>/dev/null | sed -n 's/^-N \(\(KUBE-\|CNI-\|EO-LOCAL-\)[A-Za-z0-9_-]*\)$/\1/p'); do
+        "$ipt" -w -t "$table" -F "$chain" 2>/dev/null || true
+      done
+      for chain in $("$ipt" -w -t "$table" -S 2>/dev/null | sed -n 's/^-N \(\(KUBE-\|CNI-\|EO-LOCAL-\)[A-Za-z0-9_-]*\)$/\1/p'); do
+        "$ipt" -w -t "$table" -X "$chain" 2>/dev/null || true
+      done
+    done
+  done
+}
+
+down() {
+  [ "$(id -u)" = 0 ] || die "the local cluster needs root"
+  local c n pid
+  for c in coredns kube-proxy kube-scheduler kube-controller-manager kubelet; do stop "$c"; done
+  if running containerd; then
+    # Kill the containers while containerd still knows them, then drop its records.
+    for c in $(lc_ctr tasks ls -q 2>/dev/null); do lc_ctr tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
+    sleep 1
+    for c in $(lc_ctr tasks ls -q 2>/dev/null); do lc_ctr tasks delete -f "$c" >/dev/null 2>&1 || true; done
+    for c in $(lc_ctr containers ls -q 2>/dev/null); do lc_ctr containers delete "$c" >/dev/null 2>&1 || true; done
+  fi
+  stop containerd
+  # Shims of our containerd (found by its socket in their arguments) and anything left in pods.
+  for pid in $(pgrep -f "containerd-shim.*-address $LC_CONTAINERD_SOCK" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  kill_pod_processes
+  for c in kube-apiserver etcd; do stop "$c"; done
+
+  unmount_under "$LC_VAR_DIR" "$LC_RUN_DIR"
+  # Network namespaces of our pods (containerd names them cni-<uuid>).
+  for n in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do
+    ip netns delete "$n" 2>/dev/null || true
+  done
+  if ip link show "$LC_BRIDGE" >/dev/null 2>&1; then
+    log "removing bridge $LC_BRIDGE"
+    ip link delete "$LC_BRIDGE" 2>/dev/null || true
+  fi
+  iptables_cleanup
+  if [ -f "$LC_DIR/saved-ip_forward" ]; then
+    sysctl -qw "net.ipv4.ip_forward=$(cat "$LC_DIR/saved-ip_forward")"
+  fi
+  rm -rf "$LC_VAR_DIR" "$LC_RUN_DIR" "$LC_DIR" /tmp/hostpath_pv
+  log "local cluster is down"
+}
+
+status() {
+  local c pid rc=0
+  for c in "${COMPONENTS[@]}"; do
+    if pid="$(pid_of "$c")"; then
+      printf '%-24s running (pid %s)\n' "$c" "$pid"
+    else
+      printf '%-24s stopped\n' "$c"
+      rc=1
+    fi
+  done
+  printf '%-24s %s\n' bridge "$(ip -br addr show "$LC_BRIDGE" 2>/dev/null || echo absent)"
+  if running kube-apiserver; then
+    echo
+    kubectl_admin get nodes -o wide 2>&1 || rc=1
+  fi
+  echo
+  echo "KUBECONFIG=$LC_KUBECONFIG"
+  return $rc
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *)
+    echo "usage: $0 up|down|status" >&2
+    exit 2
+    ;;
+esac
