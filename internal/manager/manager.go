@@ -15,6 +15,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -68,12 +69,33 @@ func Main(binary string, args []string, setups ...SetupFunc) int {
 	log := ctrl.Log.WithName(binary)
 	log.Info("Starting", "version", version.String(binary), "config", opts.String())
 
-	if err := Run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), opts, setups...); err != nil {
+	cfg, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		log.Error(err, "Cannot reach the Kubernetes API")
+		return 1
+	}
+	if err := Run(ctrl.SetupSignalHandler(), cfg, opts, setups...); err != nil {
 		log.Error(err, "Operator stopped with an error")
 		return 1
 	}
 	log.Info("Stopped")
 	return 0
+}
+
+// restConfig loads the client configuration from path, or the default loading rules if empty.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
 }
 
 // Run builds the manager for cfg, installs the CRDs if asked, registers the controllers and

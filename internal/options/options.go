@@ -19,6 +19,7 @@ type Options struct {
 	Binary string
 
 	ShowVersion             bool
+	Kubeconfig              string
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -55,6 +56,7 @@ func New(binary string) *Options {
 // AddFlags registers the options on fs.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster service account.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader before reconciling, so that only one replica acts at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election (distinct per binary).")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease. Default: the pod's namespace.")

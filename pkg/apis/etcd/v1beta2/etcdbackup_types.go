@@ -45,6 +45,7 @@ type BackupSpec struct {
 	// etcdEndpoints are client URLs of the cluster's members. The backup is taken from exactly
 	// one of them: the healthy member with the highest revision.
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^https?://[^/]+$')",message="each etcd endpoint must be a URL like http://my-cluster-client:2379"
 	// +listType=atomic
 	// +optional

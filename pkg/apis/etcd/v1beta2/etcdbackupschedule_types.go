@@ -34,6 +34,7 @@ type BackupScheduleSpec struct {
 	// schedule is a 5-field cron expression (minute hour day-of-month month day-of-week), e.g.
 	// "0 */6 * * *", or a descriptor such as @hourly or @daily, as Kubernetes CronJob accepts.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="!self.contains('TZ=')",message="set the time zone in timeZone, not with TZ= or CRON_TZ= in schedule"
 	// +kubebuilder:validation:XValidation:rule="self.contains('TZ=') || self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$')",message="schedule must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. 0 */6 * * *) or one of @yearly, @monthly, @weekly, @daily, @hourly"
 	// +required
@@ -41,6 +42,7 @@ type BackupScheduleSpec struct {
 
 	// timeZone is the IANA time zone the schedule is read in, e.g. "Europe/Berlin". Unset: UTC.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+/-]+$`
 	// +optional
 	TimeZone *string `json:"timeZone,omitempty"`
@@ -121,6 +123,7 @@ type RetentionPolicy struct {
 	MaxBackups *int32 `json:"maxBackups,omitempty"`
 
 	// maxAge deletes backups older than this, e.g. "720h" (30 days); Go duration syntax.
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="maxAge must be a positive duration such as 168h or 90m"
 	// +optional

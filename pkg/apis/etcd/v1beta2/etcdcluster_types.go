@@ -64,6 +64,7 @@ type ClusterSpec struct {
 	// (e.g. "3.6.16"). Supported: 3.5.x and 3.6.x. Changing it upgrades the members one at a
 	// time (3.5 -> 3.6); downgrades are refused. Defaults to the newest supported 3.6 release.
 	// +kubebuilder:default="3.6.16"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$')",message="version must be an etcd release version such as 3.6.16"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || self.matches('^v?3[.](5|6)[.][0-9]+$')",messageExpression="'etcd ' + self + ' is not supported: this operator runs etcd 3.5.x and 3.6.x' + (self.matches('^v?([0-2][.]|3[.][0-4][.])') ? '; versions below 3.5 are end of life, upgrade the cluster to 3.5 before moving it to this operator' : '')"
 	// +kubebuilder:validation:XValidation:rule="!(oldSelf.matches('^v?3[.]6[.]') && self.matches('^v?3[.]5[.]'))",message="downgrading etcd from 3.6 to 3.5 is not supported: restore a 3.5 backup into a new cluster instead"
@@ -118,6 +119,7 @@ type RestoreBootstrap struct {
 type PodPolicy struct {
 	// labels are added to every member pod. "app" and labels starting with "etcd_" are
 	// reserved for the operator.
+	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'app' && !k.startsWith('etcd_'))",message="pod labels must not use the reserved key 'app' or keys starting with 'etcd_'"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`

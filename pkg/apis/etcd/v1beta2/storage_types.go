@@ -43,6 +43,7 @@ type S3Source struct {
 	// backup or a schedule, the key is a prefix to which each backup adds a timestamp and revision.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <bucket>/<key>, e.g. mybucket/etcd.backup"
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
 
 	// awsSecret is the Secret with the AWS files `credentials` and `config` (profile default).
@@ -53,6 +54,7 @@ type S3Source struct {
 	// endpoint of an S3-compatible store (e.g. http://minio.minio:9000). Unset: AWS S3.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
 	// +optional
+	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
 
 	// forcePathStyle uses path-style URLs (endpoint/bucket/key) instead of bucket subdomains,
@@ -66,6 +68,7 @@ type ABSSource struct {
 	// path is "<container>/<blob>", read like S3Source.path.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <container>/<blob>, e.g. mycontainer/etcd.backup"
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
 
 	// absSecret is the Secret with `storage-account`, `storage-key` and optionally `cloud`
@@ -77,6 +80,7 @@ type ABSSource struct {
 	// the account and cloud.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
 	// +optional
+	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
@@ -85,6 +89,7 @@ type GCSSource struct {
 	// path is "<bucket>/<object>", read like S3Source.path.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <bucket>/<object>, e.g. mybucket/etcd.backup"
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
 
 	// gcpSecret is the Secret with at most one of `access-token` and `credentials.json`.
@@ -95,6 +100,7 @@ type GCSSource struct {
 	// endpoint overrides the storage API URL (e.g. a fake-gcs-server emulator).
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
 	// +optional
+	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
 }
 

@@ -1,0 +1,52 @@
+package crdvalidation
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// updateCase creates manifest, applies mutate to the stored object and updates it.
+type updateCase struct {
+	name     string
+	manifest string
+	mutate   func(t *testing.T, obj *unstructured.Unstructured)
+	want     string // "" = accepted
+}
+
+func set(value any, fields ...string) func(*testing.T, *unstructured.Unstructured) {
+	return func(t *testing.T, obj *unstructured.Unstructured) {
+		t.Helper()
+		if err := unstructured.SetNestedField(obj.Object, value, fields...); err != nil {
+			t.Fatalf("setting %v: %v", fields, err)
+		}
+	}
+}
+
+func TestUpdateRules(t *testing.T) {
+	cases := []updateCase{
+		{name: "scale a cluster", manifest: coreosCluster, mutate: set(int64(5), "spec", "size")},
+		{name: "upgrade 3.5 to 3.6", manifest: cluster("size: 3\n  version: 3.5.21"), mutate: set("3.6.16", "spec", "version")},
+		{name: "downgrade 3.6 to 3.5", manifest: coreosCluster, mutate: set("3.5.21", "spec", "version"), want: "downgrading etcd from 3.6 to 3.5 is not supported"},
+		{name: "pause a cluster", manifest: coreosCluster, mutate: set(true, "spec", "paused")},
+		{name: "change bootstrap", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r1, seedMember: c-seed}}"),
+			mutate: set("r2", "spec", "bootstrap", "restore", "restoreName"), want: "bootstrap is immutable once set"},
+		{name: "change a backup's path", manifest: coreosBackupS3, mutate: set("other/etcd.backup", "spec", "s3", "path"), want: "an EtcdBackup's spec is immutable"},
+		{name: "make a backup periodic", manifest: coreosBackupS3, mutate: set(int64(60), "spec", "backupPolicy", "backupIntervalInSecond"), want: "an EtcdBackup's spec is immutable"},
+		{name: "backup labels are not spec", manifest: coreosBackupS3, mutate: set("x", "metadata", "labels", "team")},
+		{name: "change a restore's source", manifest: coreosRestoreS3, mutate: set("mybucket/other", "spec", "s3", "path"), want: "an EtcdRestore's spec is immutable"},
+		{name: "edit a schedule", manifest: validSchedule, mutate: set("*/1 * * * *", "spec", "schedule")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			obj := parse(t, tc.manifest, newNamespace(t))
+			if err := env.Client.Create(ctx, obj); err != nil {
+				t.Fatalf("creating the original object: %v", err)
+			}
+			tc.mutate(t, obj)
+			expectResult(t, env.Client.Update(ctx, obj), tc.want)
+		})
+	}
+}
