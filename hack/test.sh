@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The project's test command (make test). Usage: hack/test.sh [all|unit]
+#   unit: unit tests and envtest integration tests (real kube-apiserver + etcd built by hack/).
+#   all:  unit, plus the backend acceptance tests against MinIO, fake-gcs-server and Azurite
+#         (started by hack/objstores.sh; skipping them is an error), plus the e2e suite on the
+#         local Kubernetes cluster (hack/e2e.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+mode="${1:-all}"
+cd "$ROOT_DIR"
+
+KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
+export KUBEBUILDER_ASSETS
+log "envtest binaries: $KUBEBUILDER_ASSETS"
+
+if [ "$mode" = all ]; then
+  hack/objstores.sh up
+  # shellcheck disable=SC1090,SC1091
+  source "$CACHE_DIR/objstores/env"
+  export ETCD_SUITE_REQUIRE_OBJSTORES=1
+fi
+
+log "go test ./... ($mode)"
+go test -count=1 -timeout 30m ./...
+
+if [ "$mode" = all ]; then
+  log "e2e on the local cluster"
+  hack/e2e.sh
+fi
