@@ -50,6 +50,7 @@ running() { pid_of "$1" >/dev/null; }
 start() {
   local name="$1" bin="$2"
   shift 2
+  STARTED+=("$name")
   if running "$name"; then return 0; fi
   mkdir -p "$PID_DIR" "$LOG_DIR"
   log "starting $name"
@@ -70,6 +71,17 @@ stop() {
   rm -f "$PID_DIR/$name.pid" "$PID_DIR/$name.exe"
 }
 
+# check_alive fails fast, with the log's tail, when a component we started has exited.
+check_alive() {
+  local c
+  for c in "${STARTED[@]}"; do
+    running "$c" && continue
+    tail -n 20 "$LOG_DIR/$c.log" >&2
+    die "$c exited (log: $LOG_DIR/$c.log)"
+  done
+}
+STARTED=()
+
 die() {
   log "ERROR: $*"
   exit 1
@@ -81,6 +93,7 @@ wait_for() {
   shift 2
   until "$@" >/dev/null 2>&1; do
     ((SECONDS - start < timeout)) || die "timed out after ${timeout}s waiting for $what (logs: $LOG_DIR)"
+    check_alive
     sleep 0.5
   done
 }
@@ -281,8 +294,7 @@ start_kubelet() {
   render kubelet.yaml "$LC_DIR/kubelet.yaml"
   start kubelet "$K8S_BIN_DIR/kubelet" --config "$LC_DIR/kubelet.yaml" \
     --kubeconfig "$LC_DIR/kubelet.kubeconfig" --root-dir "$LC_VAR_DIR/kubelet" \
-    --hostname-override "$LC_NODE_NAME" --node-ip "$LC_BRIDGE_IP" \
-    --node-labels "node-role.kubernetes.io/control-plane="
+    --hostname-override "$LC_NODE_NAME" --node-ip "$LC_BRIDGE_IP"
 }
 
 start_kube_proxy() {
@@ -343,7 +355,7 @@ kill_pod_processes() {
   local root=/sys/fs/cgroup i pids
   for i in 1 2 3 4 5; do
     pids="$(cat "$root"/*/kubepods/cgroup.procs "$root"/*/kubepods/*/cgroup.procs \
-      "$root"/*/kubepods/*/*/cgroup.procs "$root"/*/kubepods/*/*/*/cgroup.procs 2>/dev/null | sort -u)"
+      "$root"/*/kubepods/*/*/cgroup.procs "$root"/*/kubepods/*/*/*/cgroup.procs 2>/dev/null | sort -u || true)"
     [ -z "$pids" ] && break
     # shellcheck disable=SC2086
     kill -KILL $pids 2>/dev/null || true
@@ -356,7 +368,7 @@ unmount_under() { # unmount every mount point under the given directories, deepe
   local d m
   for d in "$@"; do
     [ -e "$d" ] || continue
-    findmnt -rn -o TARGET | grep -E "^$(readlink -f "$d")(/|$)" | sort -r | while read -r m; do
+    { findmnt -rn -o TARGET | grep -E "^$(readlink -f "$d")(/|$)" || true; } | sort -r | while read -r m; do
       umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     done
   done
@@ -368,9 +380,8 @@ iptables_cleanup() {
     command -v "$ipt" >/dev/null || continue
     for table in filter nat mangle raw; do
       # Rules in built-in chains that jump to our chains, then our chains themselves.
-      "$ipt" -w -t "$table" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j (KUBE-|CNI-|EO-LOCAL-)' |
+      { "$ipt" -w -t "$table" -S 2>/dev/null || true; } | { grep -E '^-A [A-Z]+ .*-j (KUBE-|CNI-|EO-LOCAL-)' || true; } |
         while read -r rule; do
-          # shellcheck disable=SC2086
           eval "$ipt -w -t $table ${rule/-A/-D}" 2>/dev/null || true
         done
       for chain in $("$ipt" -w -t "$table" -S 2>/dev/null | sed -n 's/^-N \(\(KUBE-\|CNI-\|EO-LOCAL-\)[A-Za-z0-9_-]*\)$/\1/p'); do
