@@ -1,0 +1,170 @@
+// Package cluster holds the etcd domain logic of the etcd operator: a narrow client for the
+// membership and maintenance APIs (clientv3 underneath) and the pure decision logic that picks
+// the next single step for a cluster from what was observed. It does not import
+// controller-runtime: the controller observes Kubernetes, this package reasons about etcd.
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Member is one etcd member as the membership API reports it.
+type Member struct {
+	ID         uint64
+	Name       string // empty until the member has started once
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// Started reports whether the member has ever started (an added member has no name until then).
+func (m Member) Started() bool { return m.Name != "" }
+
+// PodName is the member's pod name: its etcd name, or, for a member that never started, the
+// first DNS label of its peer URL (members are added with <pod>.<service>... peer URLs).
+func (m Member) PodName() string {
+	if m.Name != "" {
+		return m.Name
+	}
+	for _, p := range m.PeerURLs {
+		if u, err := url.Parse(p); err == nil && u.Hostname() != "" {
+			return strings.SplitN(u.Hostname(), ".", 2)[0]
+		}
+	}
+	return ""
+}
+
+// EndpointStatus is what one member says about itself.
+type EndpointStatus struct {
+	MemberID         uint64
+	Leader           uint64
+	Version          string
+	RaftIndex        uint64
+	RaftAppliedIndex uint64
+	IsLearner        bool
+	Errors           []string
+}
+
+// Client is the narrow view of an etcd cluster the operator needs. Every method bounds its
+// own call with the request timeout of the Config it was made from.
+type Client interface {
+	// MemberList lists the members, served by any member without a quorum round (serializable),
+	// so that a cluster that lost quorum can still be observed. It returns the cluster ID too.
+	MemberList(ctx context.Context) ([]Member, uint64, error)
+	// AddLearner adds a non-voting member with the given peer URL and returns it.
+	AddLearner(ctx context.Context, peerURL string) (Member, error)
+	// Promote makes a learner a voting member; ErrLearnerNotReady while it is catching up.
+	Promote(ctx context.Context, id uint64) error
+	// Remove removes a member; removing a member that is already gone is not an error.
+	Remove(ctx context.Context, id uint64) error
+	// Status asks the member at endpoint about itself.
+	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
+	// Close releases the connections.
+	Close() error
+}
+
+// ErrLearnerNotReady is returned by Promote while the learner has not caught up with the leader.
+var ErrLearnerNotReady = errors.New("learner is not in sync with the leader yet")
+
+// Config says how to reach a cluster.
+type Config struct {
+	Endpoints      []string
+	TLS            *tls.Config
+	DialTimeout    time.Duration
+	RequestTimeout time.Duration
+}
+
+type etcdClient struct {
+	c       *clientv3.Client
+	timeout time.Duration
+}
+
+// New connects to the cluster at cfg.Endpoints. The connection is lazy: an unreachable cluster
+// shows up as errors from the calls, not from New.
+func New(cfg Config) (Client, error) {
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		TLS:         cfg.TLS,
+		DialTimeout: cfg.DialTimeout,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating etcd client for %v: %w", cfg.Endpoints, err)
+	}
+	timeout := cfg.RequestTimeout
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	return &etcdClient{c: c, timeout: timeout}, nil
+}
+
+func (e *etcdClient) MemberList(ctx context.Context) ([]Member, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.c.MemberList(ctx, clientv3.WithSerializable())
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing members: %w", err)
+	}
+	out := make([]Member, 0, len(resp.Members))
+	for _, m := range resp.Members {
+		out = append(out, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+	}
+	return out, resp.Header.GetClusterId(), nil
+}
+
+func (e *etcdClient) AddLearner(ctx context.Context, peerURL string) (Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.c.MemberAddAsLearner(ctx, []string{peerURL})
+	if err != nil {
+		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, err)
+	}
+	m := resp.Member
+	return Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}, nil
+}
+
+func (e *etcdClient) Promote(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	if _, err := e.c.MemberPromote(ctx, id); err != nil {
+		if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
+			return fmt.Errorf("promoting member %x: %w", id, ErrLearnerNotReady)
+		}
+		return fmt.Errorf("promoting member %x: %w", id, err)
+	}
+	return nil
+}
+
+func (e *etcdClient) Remove(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	if _, err := e.c.MemberRemove(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
+		return fmt.Errorf("removing member %x: %w", id, err)
+	}
+	return nil
+}
+
+func (e *etcdClient) Status(ctx context.Context, endpoint string) (EndpointStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	s, err := e.c.Status(ctx, endpoint)
+	if err != nil {
+		return EndpointStatus{}, fmt.Errorf("status of %s: %w", endpoint, err)
+	}
+	return EndpointStatus{
+		MemberID: s.Header.GetMemberId(), Leader: s.Leader, Version: s.Version,
+		RaftIndex: s.RaftIndex, RaftAppliedIndex: s.RaftAppliedIndex, IsLearner: s.IsLearner, Errors: s.Errors,
+	}, nil
+}
+
+func (e *etcdClient) Close() error { return e.c.Close() }

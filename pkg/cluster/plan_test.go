@@ -1,0 +1,145 @@
+package cluster
+
+import "testing"
+
+// world builds an Observed cluster "c" for table tests.
+type world struct{ o Observed }
+
+func newWorld() *world {
+	return &world{o: Observed{Reachable: true, Status: map[uint64]EndpointStatus{}, Pods: map[string]PodState{}, PVCs: map[string]bool{}, Formed: true}}
+}
+
+// member adds member c-<i> (ID i+1); started members answer status unless down; a pod runs
+// version v unless noPod.
+func (w *world) member(i int, opts ...string) *world {
+	name := "c-" + string(rune('0'+i))
+	m := Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{"http://" + name + ".c.ns.svc:2380"}}
+	pod, healthy := true, true
+	for _, o := range opts {
+		switch o {
+		case "learner":
+			m.IsLearner = true
+		case "unstarted":
+			m.Name, healthy = "", false
+		case "nopod":
+			pod, healthy = false, false
+		case "down":
+			healthy = false
+		case "failed":
+			healthy = false
+			w.o.Pods[name] = PodState{Name: name, Phase: "Failed", Version: "3.6.16"}
+		case "pvc":
+			w.o.PVCs[name] = true
+		case "leader":
+			w.o.Status[0] = EndpointStatus{}
+			defer func() { setLeader(w, m.ID) }()
+		case "old":
+			defer func() { p := w.o.Pods[name]; p.Version = "3.5.35"; w.o.Pods[name] = p; s := w.o.Status[m.ID]; s.Version = "3.5.35"; w.o.Status[m.ID] = s }()
+		}
+	}
+	delete(w.o.Status, 0)
+	w.o.Members = append(w.o.Members, m)
+	if pod {
+		if _, ok := w.o.Pods[name]; !ok {
+			w.o.Pods[name] = PodState{Name: name, Phase: "Running", Version: "3.6.16"}
+		}
+	}
+	if healthy {
+		w.o.Status[m.ID] = EndpointStatus{MemberID: m.ID, Version: "3.6.16"}
+	}
+	return w
+}
+
+func setLeader(w *world, id uint64) {
+	for k, s := range w.o.Status {
+		s.Leader = id
+		w.o.Status[k] = s
+	}
+}
+
+func (w *world) pod(name string) *world {
+	w.o.Pods[name] = PodState{Name: name, Phase: "Running", Version: "3.6.16"}
+	return w
+}
+
+func TestNext(t *testing.T) {
+	d := func(size int) Desired { return Desired{Name: "c", Size: size, Version: "3.6.16"} }
+	pvc := func(size int) Desired { x := d(size); x.PVC = true; return x }
+	cases := []struct {
+		name string
+		d    Desired
+		o    Observed
+		want ActionKind
+		pod  string
+	}{
+		{"new cluster: seed", d(3), Observed{}, ActionCreateSeed, "c-0"},
+		{"seed pod starting: wait", d(3), Observed{Pods: map[string]PodState{"c-0": {Name: "c-0", Phase: "Pending"}}}, ActionWait, ""},
+		{"restore bootstrap: wait for seed", Desired{Name: "c", Size: 3, SeedMember: "c-seed"}, Observed{}, ActionWaitForSeed, "c-seed"},
+		{"formed cluster, all pods gone on emptyDir: quorum lost, no new seed", d(3), Observed{Formed: true}, ActionQuorumLost, ""},
+		{"all pods gone with volumes: recreate on volume", pvc(3), Observed{Formed: true, PVCs: map[string]bool{"c-0": true, "c-1": true}}, ActionRecreatePod, "c-0"},
+		{"grow: add learner", d(3), newWorld().member(0, "leader").o, ActionAddMember, "c-1"},
+		{"crash after member add: create its pod", d(3), newWorld().member(0, "leader").member(1, "learner", "unstarted", "nopod").o, ActionCreatePod, "c-1"},
+		{"learner starting: wait", d(3), newWorld().member(0, "leader").member(1, "learner", "unstarted").o, ActionWait, "c-1"},
+		{"learner started: promote", d(3), newWorld().member(0, "leader").member(1, "learner").o, ActionPromote, "c-1"},
+		{"pod without member: delete it", d(3), newWorld().member(0, "leader").pod("c-4").o, ActionDeletePod, "c-4"},
+		{"dead member with quorum: remove", d(3), newWorld().member(0, "leader").member(1).member(2, "nopod").o, ActionRemoveMember, "c-2"},
+		{"failed pod on emptyDir: remove member", d(3), newWorld().member(0, "leader").member(1).member(2, "failed").o, ActionRemoveMember, "c-2"},
+		{"replace after removal: add", d(3), newWorld().member(0, "leader").member(1).o, ActionAddMember, "c-2"},
+		{"quorum lost: nothing deleted", d(3), newWorld().member(0).member(1, "nopod").member(2, "nopod").pod("c-9").o, ActionQuorumLost, ""},
+		{"restarting member: wait, keep identity", d(3), newWorld().member(0, "leader").member(1).member(2, "down").o, ActionWait, "c-2"},
+		{"pvc: member pod gone, recreate on volume", pvc(3), newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "nopod", "pvc").o, ActionRecreatePod, "c-2"},
+		{"pvc: all pods gone but reachable list: recreate, quorum or not", pvc(3), newWorld().member(0, "pvc").member(1, "nopod", "pvc").member(2, "nopod", "pvc").o, ActionRecreatePod, "c-1"},
+		{"pvc: failed pod deleted, member kept", pvc(3), newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "failed", "pvc").o, ActionDeleteFailed, "c-2"},
+		{"shrink: never the leader", d(2), newWorld().member(0).member(1).member(2, "leader").o, ActionRemoveMember, "c-1"},
+		{"shrink: newest non-leader", d(2), newWorld().member(0, "leader").member(1).member(2).o, ActionRemoveMember, "c-2"},
+		{"steady", d(3), newWorld().member(0, "leader").member(1).member(2).o, ActionNone, ""},
+		{"upgrade: followers first", d(3), newWorld().member(0, "leader", "old").member(1, "old").member(2, "old").o, ActionUpgradeMember, "c-1"},
+		{"upgrade: leader last", d(3), newWorld().member(0, "leader", "old").member(1).member(2).o, ActionUpgradeMember, "c-0"},
+		{"upgrade: unhealthy member blocks", d(3), newWorld().member(0, "leader", "old").member(1, "down").member(2).o, ActionWait, "c-1"},
+		{"upgrade refused: version unset, nothing changes", Desired{Name: "c", Size: 3}, newWorld().member(0, "leader", "old").member(1, "old").member(2, "old").o, ActionNone, ""},
+		{"next name skips terminating pods' names", d(3), func() Observed {
+			o := newWorld().member(0, "leader").member(1).o
+			o.Pods["c-5"] = PodState{Name: "c-5", Terminating: true}
+			return o
+		}(), ActionAddMember, "c-6"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Next(tc.d, tc.o)
+			if got.Kind != tc.want || got.Pod != tc.pod {
+				t.Fatalf("Next = %s %q (%s), want %s %q", got.Kind, got.Pod, got.Message, tc.want, tc.pod)
+			}
+		})
+	}
+}
+
+func TestNextUpgradeWaitsForRestart(t *testing.T) {
+	o := newWorld().member(0, "leader").member(1).member(2).o
+	o.Pods["c-1"] = PodState{Name: "c-1", Phase: "Running", Version: "3.6.16"}
+	s := o.Status[2]
+	s.Version = "3.5.35" // pod patched, container not restarted yet
+	o.Status[2] = s
+	if got := Next(Desired{Name: "c", Size: 3, Version: "3.6.16"}, o); got.Kind != ActionWait {
+		t.Fatalf("Next = %s, want Wait while c-1 restarts", got.Kind)
+	}
+}
+
+func TestCheckUpgrade(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"3.5.35", "3.6.16", true}, {"3.6.15", "3.6.16", true}, {"3.6.16", "3.6.15", true},
+		{"3.6.16", "3.5.35", false}, {"3.4.0", "3.6.16", false}, {"", "3.6.16", true}, {"3.5.1", "3.5.1", true},
+	} {
+		if err := CheckUpgrade(tc.from, tc.to); (err == nil) != tc.ok {
+			t.Errorf("CheckUpgrade(%s, %s) = %v, want ok=%t", tc.from, tc.to, err, tc.ok)
+		}
+	}
+}
+
+func TestPodName(t *testing.T) {
+	if got := (Member{PeerURLs: []string{"https://c-3.c.ns.svc.cluster.local:2380"}}).PodName(); got != "c-3" {
+		t.Fatalf("PodName = %q", got)
+	}
+}
