@@ -34,7 +34,14 @@ func (w *world) member(i int, opts ...string) *world {
 			w.o.Status[0] = EndpointStatus{}
 			defer func() { setLeader(w, m.ID) }()
 		case "old":
-			defer func() { p := w.o.Pods[name]; p.Version = "3.5.35"; w.o.Pods[name] = p; s := w.o.Status[m.ID]; s.Version = "3.5.35"; w.o.Status[m.ID] = s }()
+			defer func() {
+				p := w.o.Pods[name]
+				p.Version = "3.5.35"
+				w.o.Pods[name] = p
+				s := w.o.Status[m.ID]
+				s.Version = "3.5.35"
+				w.o.Status[m.ID] = s
+			}()
 		}
 	}
 	delete(w.o.Status, 0)
