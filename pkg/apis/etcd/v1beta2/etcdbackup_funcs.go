@@ -9,3 +9,28 @@ func (s *BackupSpec) IsPeriodic() bool {
 func (b *EtcdBackup) IsFinished() bool {
 	return b.Status.Phase == BackupPhaseCompleted || b.Status.Phase == BackupPhaseFailed
 }
+
+// IsPrefixPath reports whether the storage path's key is a prefix to which each backup adds its
+// time and revision: for periodic backups and those with pathType Prefix.
+func (s *BackupSpec) IsPrefixPath() bool {
+	return s.IsPeriodic() || s.PathType == BackupPathPrefix
+}
+
+// StoragePath returns the path of the storage block storageType names, or "" if it is missing.
+func (s *BackupSpec) StoragePath() string {
+	switch s.StorageType {
+	case BackupStorageTypeS3:
+		if s.S3 != nil {
+			return s.S3.Path
+		}
+	case BackupStorageTypeABS:
+		if s.ABS != nil {
+			return s.ABS.Path
+		}
+	case BackupStorageTypeGCS:
+		if s.GCS != nil {
+			return s.GCS.Path
+		}
+	}
+	return ""
+}

@@ -72,7 +72,26 @@ type BackupSpec struct {
 	// TLS: etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
 	// +optional
 	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
+
+	// pathType says how the key in the storage path names the object. Key (the default for a
+	// one-shot backup, as in coreos/etcd-operator): the object is written to exactly that key.
+	// Prefix: the key is a prefix, and the object is <key>_<UTC time 20060102T150405Z>_v<etcd
+	// revision, 20 digits>. Periodic backups always use Prefix; EtcdBackupSchedules set Prefix
+	// on the backups they create.
+	// +optional
+	PathType BackupPathType `json:"pathType,omitempty"`
 }
+
+// BackupPathType says how a storage path's key names the backup object.
+//
+// +kubebuilder:validation:Enum=Key;Prefix
+type BackupPathType string
+
+// Path types.
+const (
+	BackupPathKey    BackupPathType = "Key"
+	BackupPathPrefix BackupPathType = "Prefix"
+)
 
 // BackupPolicy configures a backup's timeout and, for periodic backups, interval and retention.
 type BackupPolicy struct {
