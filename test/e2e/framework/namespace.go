@@ -1,0 +1,105 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestLabel marks every namespace the framework creates, with the test's name as value.
+const TestLabel = "e2e.etcd.database.coreos.com/test"
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// CreateNamespace creates a namespace named e2e-<base>-<random> for one test. On cleanup it
+// logs the namespace's pods, events and logs when the test failed, then deletes it (unless
+// E2E_KEEP_NAMESPACES=1).
+func (f *Framework) CreateNamespace(t testing.TB, base string) string {
+	t.Helper()
+	base = strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(base), "-"), "-")
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	label := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(label) > 63 {
+		label = strings.Trim(label[:63], "-")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   fmt.Sprintf("e2e-%s-%s", base, rand.String(5)),
+		Labels: map[string]string{TestLabel: label},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns.Name, err)
+	}
+	t.Logf("namespace %s", ns.Name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			f.DumpNamespace(t, ns.Name)
+		}
+		if os.Getenv("E2E_KEEP_NAMESPACES") == "1" {
+			t.Logf("keeping namespace %s (E2E_KEEP_NAMESPACES=1)", ns.Name)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := f.Client.Delete(ctx, ns, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting namespace %s: %v", ns.Name, err)
+		}
+	})
+	return ns.Name
+}
+
+// DumpNamespace logs what a human needs to debug a failed test: pods with their container
+// states, the namespace's events, and the tail of every container's log.
+func (f *Framework) DumpNamespace(t testing.TB, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var pods corev1.PodList
+	if err := f.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Logf("dump %s: listing pods: %v", ns, err)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "===== namespace %s\n", ns)
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "pod %s phase=%s ip=%s\n", p.Name, p.Status.Phase, p.Status.PodIP)
+		for _, c := range p.Status.Conditions {
+			fmt.Fprintf(&b, "  condition %s=%s %s %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			fmt.Fprintf(&b, "  container %s ready=%t restarts=%d state=%+v\n", cs.Name, cs.Ready, cs.RestartCount, cs.State)
+		}
+	}
+	var events corev1.EventList
+	if err := f.Client.List(ctx, &events, client.InNamespace(ns)); err == nil {
+		for _, e := range events.Items {
+			fmt.Fprintf(&b, "event %s %s/%s %s: %s\n", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	tail := int64(50)
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			data, err := f.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+			if err != nil {
+				fmt.Fprintf(&b, "----- logs %s/%s: %v\n", p.Name, c.Name, err)
+				continue
+			}
+			fmt.Fprintf(&b, "----- logs %s/%s\n%s\n", p.Name, c.Name, data)
+		}
+	}
+	t.Log(b.String())
+}
