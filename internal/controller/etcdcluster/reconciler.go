@@ -1,18 +1,26 @@
-// Package etcdcluster holds the controller of EtcdCluster.
+// Package etcdcluster holds the controller of EtcdCluster: it runs etcd member pods behind a
+// headless peer Service and a client Service, grows and shrinks the membership one member at a
+// time through the etcd membership API, replaces dead members while the cluster has quorum,
+// and upgrades members one at a time. The decisions are made by pkg/cluster.Next from what
+// each pass observes; this package observes Kubernetes and etcd and carries the steps out.
 package etcdcluster
 
 import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;update;patch
@@ -26,14 +34,32 @@ type Reconciler struct {
 	client.Client
 	Recorder record.EventRecorder
 	Options  *options.Options
+	// NewEtcdClient connects to a cluster's members; cluster.New unless a test replaces it.
+	NewEtcdClient ClientFactory
+	// Failpoint is called at the named failpoints; see failpoint.go.
+	Failpoint func(name string)
 }
 
 // Setup registers the EtcdCluster controller with the manager.
 func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager registers r, filling in the defaults of unset fields.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.NewEtcdClient == nil {
+		r.NewEtcdClient = cluster.New
+	}
+	if r.Failpoint == nil {
+		r.Failpoint = envFailpoint()
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
@@ -41,15 +67,97 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return nil
 }
 
-// Reconcile observes one EtcdCluster. Not yet implemented beyond observing: see the open issues.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &etcdv1beta2.EtcdCluster{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+// Reconcile moves one EtcdCluster at most one member step toward its spec:
+//  1. Get the cluster; gone -> drop its metrics, done. Being deleted -> done (owner references
+//     let the garbage collector delete pods, volumes and Services).
+//  2. Defer the single status patch; observedGeneration only when the pass succeeded.
+//  3. Ensure the headless peer Service and the client Service.
+//  4. Observe: member pods and volumes, etcd's member list and each member's status
+//     (one etcd client, closed at the end of the pass).
+//  5. Record the observed status; spec.paused -> condition Paused, change nothing.
+//  6. Adopt the restore operator's seed pod (spec.bootstrap.restore).
+//  7. Decide the target version (unsupported paths are refused with a condition), let
+//     cluster.Next pick the single next step, carry it out.
+//  8. Set conditions, phase, events and metrics; requeue shortly after a change, later while
+//     waiting on etcd.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	c := &etcdv1beta2.EtcdCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", req.NamespacedName, err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Observed EtcdCluster", "generation", obj.Generation)
-	return ctrl.Result{}, nil
+	if c.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	before := c.DeepCopy()
+	defer func() {
+		if retErr == nil {
+			c.Status.ObservedGeneration = c.Generation
+		}
+		recordMetrics(c)
+		if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil && retErr == nil {
+			retErr = fmt.Errorf("patching status of %s: %w", klog.KObj(c), err)
+		}
+	}()
+
+	if err := r.reconcileServices(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
+	obs, err := r.observe(ctx, c)
+	if err != nil {
+		setFailure(c, err)
+		return ctrl.Result{}, err
+	}
+	if obs.etcd != nil {
+		defer func() { _ = obs.etcd.Close() }()
+	}
+	setObservedStatus(c, obs)
+	setPaused(c)
+	target, upgradeErr := targetVersion(c, obs)
+	if c.Spec.Paused {
+		setConditions(c, obs, cluster.Action{Kind: cluster.ActionNone}, target, upgradeErr, nil)
+		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+	}
+	if err := r.adoptSeed(ctx, c, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	act := cluster.Next(r.desired(c, target), obs.Observed)
+	res, err := r.apply(ctx, c, obs, act, target)
+	r.warnOnFlip(before, c, obs, act, upgradeErr)
+	setConditions(c, obs, act, target, upgradeErr, err)
+	return res, err
+}
+
+// desired reduces the spec to what cluster.Next needs.
+func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.Desired {
+	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target}
+	d.PVC = c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil
+	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+		d.SeedMember = c.Spec.Bootstrap.Restore.SeedMember
+	}
+	return d
+}
+
+// warnOnFlip emits a Warning event when the cluster newly loses quorum or an upgrade is newly
+// refused, not on every pass.
+func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action, upgradeErr error) {
+	prev := func(t, reason string) bool {
+		cond := meta.FindStatusCondition(before.Status.Conditions, t)
+		return cond != nil && cond.Reason == reason
+	}
+	if act.Kind == cluster.ActionQuorumLost && !prev(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost) {
+		r.event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonQuorumLost, act.Message)
+	}
+	if upgradeErr != nil && !prev(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade) {
+		r.event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonUnsupportedUpgrade, upgradeErr.Error())
+	}
+}
+
+func (r *Reconciler) event(c *etcdv1beta2.EtcdCluster, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Event(c, typ, reason, msg)
+	}
 }

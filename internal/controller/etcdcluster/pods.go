@@ -1,0 +1,224 @@
+package etcdcluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+// Labels and paths of member pods. The restore operator's seed pod carries the same labels.
+const (
+	LabelApp     = "app"
+	LabelCluster = "etcd_cluster"
+	LabelMember  = "etcd_member"
+	AppEtcd      = "etcd"
+
+	dataDir       = "/var/etcd/data"
+	dataVolume    = "etcd-data"
+	peerTLSDir    = "/etc/etcdtls/member/peer-tls"
+	serverTLSDir  = "/etc/etcdtls/member/server-tls"
+	metricsPort   = 2381
+	containerName = "etcd"
+)
+
+// selectorLabels selects the member pods of c.
+func selectorLabels(c *etcdv1beta2.EtcdCluster) map[string]string {
+	return map[string]string{LabelApp: AppEtcd, LabelCluster: c.Name}
+}
+
+// selectorString is the /scale selector of c.
+func selectorString(c *etcdv1beta2.EtcdCluster) string {
+	return LabelApp + "=" + AppEtcd + "," + LabelCluster + "=" + c.Name
+}
+
+// memberHost is the DNS name of a member: <pod>.<cluster>.<ns>.svc[.<domain>].
+func memberHost(c *etcdv1beta2.EtcdCluster, name string) string {
+	h := fmt.Sprintf("%s.%s.%s.svc", name, c.PeerServiceName(), c.Namespace)
+	if c.Spec.Pod != nil && c.Spec.Pod.ClusterDomain != "" {
+		h += "." + strings.TrimPrefix(c.Spec.Pod.ClusterDomain, ".")
+	}
+	return h
+}
+
+func scheme(secure bool) string {
+	if secure {
+		return "https"
+	}
+	return "http"
+}
+
+// PeerURL is the peer URL of member name of c.
+func PeerURL(c *etcdv1beta2.EtcdCluster, name string) string {
+	return fmt.Sprintf("%s://%s:%d", scheme(c.Spec.TLS.IsSecurePeer()), memberHost(c, name), etcdv1beta2.EtcdPeerPort)
+}
+
+// ClientURL is the client URL of member name of c.
+func ClientURL(c *etcdv1beta2.EtcdCluster, name string) string {
+	return fmt.Sprintf("%s://%s:%d", scheme(c.Spec.TLS.IsSecureClient()), memberHost(c, name), etcdv1beta2.EtcdClientPort)
+}
+
+// initialCluster renders --initial-cluster from members (by pod name) plus extra.
+func initialCluster(c *etcdv1beta2.EtcdCluster, members []cluster.Member, extra string) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, m := range members {
+		seen[m.PodName()] = true
+		parts = append(parts, m.PodName()+"="+PeerURL(c, m.PodName()))
+	}
+	if extra != "" && !seen[extra] {
+		parts = append(parts, extra+"="+PeerURL(c, extra))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// newMemberPod builds the pod of member name running version. state is "new" (seed) or
+// "existing"; a member that starts on a data dir it already has ignores both.
+func newMemberPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *corev1.Pod {
+	policy := c.Spec.Pod
+	if policy == nil {
+		policy = &etcdv1beta2.PodPolicy{}
+	}
+	labels := map[string]string{}
+	for k, v := range policy.Labels {
+		labels[k] = v
+	}
+	for k, v := range selectorLabels(c) {
+		labels[k] = v
+	}
+	labels[LabelMember] = name
+	annotations := map[string]string{}
+	for k, v := range policy.Annotations {
+		annotations[k] = v
+	}
+	spec := c.Spec
+	spec.Version = version
+	container := corev1.Container{
+		Name:            containerName,
+		Image:           spec.Image(),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         append([]string{"/usr/local/bin/etcd"}, etcdFlags(c, name, state, initial)...),
+		Env:             policy.EtcdEnv,
+		Resources:       policy.Resources,
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: etcdv1beta2.EtcdClientPort},
+			{Name: "peer", ContainerPort: etcdv1beta2.EtcdPeerPort},
+			{Name: "metrics", ContainerPort: metricsPort},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: dataVolume, MountPath: "/var/etcd"}},
+		// /health on the plain-HTTP metrics listener works the same with and without TLS.
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(metricsPort)}},
+			PeriodSeconds:    5,
+			TimeoutSeconds:   5,
+			FailureThreshold: 3,
+		},
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			Hostname:        name,
+			Subdomain:       c.PeerServiceName(),
+			RestartPolicy:   corev1.RestartPolicyAlways,
+			Containers:      []corev1.Container{container},
+			NodeSelector:    policy.NodeSelector,
+			Tolerations:     policy.Tolerations,
+			SecurityContext: policy.SecurityContext,
+			Affinity:        affinity(c, policy),
+		},
+	}
+	if policy.PersistentVolumeClaimSpec != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+	} else {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	addTLSVolumes(c, pod)
+	return pod
+}
+
+func affinity(c *etcdv1beta2.EtcdCluster, policy *etcdv1beta2.PodPolicy) *corev1.Affinity {
+	if policy.Affinity != nil || !policy.AntiAffinity {
+		return policy.Affinity
+	}
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(c)},
+			TopologyKey:   "kubernetes.io/hostname",
+		}},
+	}}
+}
+
+func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string {
+	peer, client := scheme(c.Spec.TLS.IsSecurePeer()), scheme(c.Spec.TLS.IsSecureClient())
+	flags := []string{
+		"--name=" + name,
+		"--data-dir=" + dataDir,
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", peer, etcdv1beta2.EtcdPeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", client, etcdv1beta2.EtcdClientPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", metricsPort),
+		"--advertise-client-urls=" + ClientURL(c, name),
+		"--initial-advertise-peer-urls=" + PeerURL(c, name),
+		"--initial-cluster=" + initial,
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + string(c.UID),
+	}
+	if c.Spec.TLS.IsSecurePeer() {
+		flags = append(flags, "--peer-client-cert-auth=true",
+			"--peer-trusted-ca-file="+peerTLSDir+"/peer-ca.crt",
+			"--peer-cert-file="+peerTLSDir+"/peer.crt",
+			"--peer-key-file="+peerTLSDir+"/peer.key")
+	}
+	if c.Spec.TLS.IsSecureClient() {
+		flags = append(flags, "--client-cert-auth=true",
+			"--trusted-ca-file="+serverTLSDir+"/server-ca.crt",
+			"--cert-file="+serverTLSDir+"/server.crt",
+			"--key-file="+serverTLSDir+"/server.key")
+	}
+	return flags
+}
+
+func addTLSVolumes(c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) {
+	if c.Spec.TLS == nil || c.Spec.TLS.Static == nil || c.Spec.TLS.Static.Member == nil {
+		return
+	}
+	m := c.Spec.TLS.Static.Member
+	add := func(vol, secret, dir string) {
+		if secret == "" {
+			return
+		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: dir, ReadOnly: true})
+	}
+	add("member-peer-tls", m.PeerSecret, peerTLSDir)
+	add("member-server-tls", m.ServerSecret, serverTLSDir)
+}
+
+// newMemberPVC builds the data volume claim of member name.
+func newMemberPVC(c *etcdv1beta2.EtcdCluster, name string) *corev1.PersistentVolumeClaim {
+	labels := selectorLabels(c)
+	labels[LabelMember] = name
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels},
+		Spec:       *c.Spec.Pod.PersistentVolumeClaimSpec.DeepCopy(),
+	}
+}
+
+// podVersion is the etcd version of a pod's image tag ("quay.io/coreos/etcd:v3.6.16" -> 3.6.16).
+func podVersion(p *corev1.Pod) string {
+	for _, ct := range p.Spec.Containers {
+		if ct.Name == containerName {
+			if i := strings.LastIndexByte(ct.Image, ':'); i >= 0 {
+				return strings.TrimPrefix(ct.Image[i+1:], "v")
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,155 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+// Requeue intervals for what no watch reports: etcd's own state.
+const (
+	// requeueAfterChange observes again shortly after one membership or pod change.
+	requeueAfterChange = 2 * time.Second
+	// requeueEtcdWait waits for a member to start, catch up or become healthy.
+	requeueEtcdWait = 5 * time.Second
+	// requeueQuorumLost keeps watching a cluster that lost quorum.
+	requeueQuorumLost = 30 * time.Second
+	// requeueSteady re-checks a healthy cluster: member health is not watchable.
+	requeueSteady = 60 * time.Second
+)
+
+// apply carries out one step chosen by cluster.Next.
+func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action, version string) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("action", act.Kind, "member", act.Pod)
+	switch act.Kind {
+	case cluster.ActionNone:
+		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+	case cluster.ActionWait, cluster.ActionWaitForSeed:
+		return ctrl.Result{RequeueAfter: requeueEtcdWait}, nil
+	case cluster.ActionQuorumLost:
+		return ctrl.Result{RequeueAfter: requeueQuorumLost}, nil
+	case cluster.ActionCreateSeed:
+		if err := r.createMemberPod(ctx, c, act.Pod, version, "new", act.Pod+"="+PeerURL(c, act.Pod)); err != nil {
+			return ctrl.Result{}, err
+		}
+	case cluster.ActionCreatePod, cluster.ActionRecreatePod:
+		state := "existing"
+		if !obs.Reachable && !obs.Formed {
+			state = "new" // the seed's pod went away before the cluster formed; its volume stays
+		}
+		if err := r.createMemberPod(ctx, c, act.Pod, version, state, initialCluster(c, obs.Members, act.Pod)); err != nil {
+			return ctrl.Result{}, err
+		}
+	case cluster.ActionAddMember:
+		m, err := obs.etcd.AddLearner(ctx, PeerURL(c, act.Pod))
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding member %s to %s: %w", act.Pod, klog.KObj(c), err)
+		}
+		r.Failpoint(FailpointAfterMemberAdd)
+		// Create the pod in the same pass; a crash before this line is finished by CreatePod.
+		if err := r.createMemberPod(ctx, c, act.Pod, version, "existing", initialCluster(c, append(obs.Members, m), act.Pod)); err != nil {
+			return ctrl.Result{}, err
+		}
+	case cluster.ActionPromote:
+		if err := obs.etcd.Promote(ctx, act.MemberID); err != nil {
+			if errors.Is(err, cluster.ErrLearnerNotReady) {
+				log.V(1).Info("Learner not in sync yet")
+				return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("promoting %s of %s: %w", act.Pod, klog.KObj(c), err)
+		}
+	case cluster.ActionRemoveMember:
+		if err := obs.etcd.Remove(ctx, act.MemberID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing member %s of %s: %w", act.Pod, klog.KObj(c), err)
+		}
+		r.Failpoint(FailpointAfterMemberRemove)
+		if err := r.deleteMember(ctx, c, act.Pod, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	case cluster.ActionDeletePod:
+		if err := r.deleteMember(ctx, c, act.Pod, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	case cluster.ActionDeleteFailed:
+		if err := r.deleteMember(ctx, c, act.Pod, false); err != nil {
+			return ctrl.Result{}, err
+		}
+	case cluster.ActionUpgradeMember:
+		if err := r.upgradeMember(ctx, c, obs.pods[act.Pod], act.Version); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	log.Info("Changed member")
+	r.event(c, corev1.EventTypeNormal, string(act.Kind), act.Message)
+	membershipChanges.WithLabelValues(c.Namespace, c.Name, string(act.Kind)).Inc()
+	return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+}
+
+// createMemberPod creates the data volume (if the cluster uses them) and the pod of a member.
+// AlreadyExists is success: a previous pass got there first.
+func (r *Reconciler) createMemberPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, name, version, state, initial string) error {
+	if c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil {
+		pvc := newMemberPVC(c, name)
+		if err := controllerutil.SetControllerReference(c, pvc, r.Scheme()); err != nil {
+			return fmt.Errorf("owning volume %s: %w", name, err)
+		}
+		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating volume %s of %s: %w", name, klog.KObj(c), err)
+		}
+	}
+	pod := newMemberPod(c, name, version, state, initial)
+	if err := controllerutil.SetControllerReference(c, pod, r.Scheme()); err != nil {
+		return fmt.Errorf("owning pod %s: %w", name, err)
+	}
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s of %s: %w", name, klog.KObj(c), err)
+	}
+	return nil
+}
+
+// deleteMember deletes a member's pod and, with withVolume, its data volume.
+func (r *Reconciler) deleteMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, withVolume bool) error {
+	meta := metav1.ObjectMeta{Name: name, Namespace: c.Namespace}
+	if err := r.Delete(ctx, &corev1.Pod{ObjectMeta: meta}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting pod %s of %s: %w", name, klog.KObj(c), err)
+	}
+	if !withVolume || c.Spec.Pod == nil || c.Spec.Pod.PersistentVolumeClaimSpec == nil {
+		return nil
+	}
+	if err := r.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: meta}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting volume %s of %s: %w", name, klog.KObj(c), err)
+	}
+	return nil
+}
+
+// adoptSeed makes the cluster the controller owner of the restore operator's seed pod.
+func (r *Reconciler) adoptSeed(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) error {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil {
+		return nil
+	}
+	p, ok := obs.pods[c.Spec.Bootstrap.Restore.SeedMember]
+	if !ok || metav1.GetControllerOf(p) != nil {
+		return nil
+	}
+	before := p.DeepCopy()
+	if err := controllerutil.SetControllerReference(c, p, r.Scheme()); err != nil {
+		return fmt.Errorf("owning seed pod %s: %w", p.Name, err)
+	}
+	if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("adopting seed pod %s of %s: %w", p.Name, klog.KObj(c), err)
+	}
+	r.event(c, corev1.EventTypeNormal, "AdoptedSeed", "adopted seed member "+p.Name+" of restore "+c.Spec.Bootstrap.Restore.RestoreName)
+	return nil
+}

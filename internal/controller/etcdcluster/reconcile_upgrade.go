@@ -1,0 +1,58 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+// runningVersion is the lowest etcd version among the member pods, or "" without pods.
+func runningVersion(obs *observation) string {
+	lowest := ""
+	for _, p := range obs.Pods {
+		if p.Version != "" && (lowest == "" || cluster.CompareVersions(p.Version, lowest) < 0) {
+			lowest = p.Version
+		}
+	}
+	return lowest
+}
+
+// targetVersion decides the version members should run: spec.version when the change from the
+// running version is a supported path, otherwise the running version (nothing changes) and the
+// reason the change is refused.
+func targetVersion(c *etcdv1beta2.EtcdCluster, obs *observation) (string, error) {
+	want := c.Spec.EtcdVersion()
+	running := runningVersion(obs)
+	if err := cluster.CheckUpgrade(running, want); err != nil {
+		return running, err
+	}
+	return want, nil
+}
+
+// upgradeMember moves one member to version by patching its container image in place: the
+// kubelet restarts the container with the new image and the member keeps its data (emptyDir
+// survives container restarts) and its identity. The planner only picks a member when every
+// member is healthy and on its pod's version, followers before the leader.
+func (r *Reconciler) upgradeMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, pod *corev1.Pod, version string) error {
+	if pod == nil {
+		return nil
+	}
+	spec := c.Spec
+	spec.Version = version
+	before := pod.DeepCopy()
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == containerName {
+			pod.Spec.Containers[i].Image = spec.Image()
+		}
+	}
+	if err := r.Patch(ctx, pod, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("upgrading pod %s of %s to %s: %w", pod.Name, klog.KObj(c), version, err)
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package etcdcluster
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+// setObservedStatus fills the status fields that only describe what was observed.
+func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
+	st := &c.Status
+	st.ServiceName = c.ClientServiceName()
+	st.ClientPort = etcdv1beta2.EtcdClientPort
+	st.Selector = selectorString(c)
+	st.ControlPaused = c.Spec.Paused
+	if !obs.Reachable {
+		st.ReadyMembers = 0
+		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods)}
+		return
+	}
+	st.Size = int32(len(obs.Members))
+	st.ClusterID = fmt.Sprintf("%x", obs.clusterID)
+	var ready, unready []string
+	lowest := ""
+	for _, m := range obs.Members {
+		s, ok := obs.Status[m.ID]
+		if ok && !m.IsLearner {
+			ready = append(ready, m.PodName())
+			if lowest == "" || cluster.CompareVersions(s.Version, lowest) < 0 {
+				lowest = s.Version
+			}
+		} else {
+			unready = append(unready, m.PodName())
+		}
+	}
+	sort.Strings(ready)
+	sort.Strings(unready)
+	st.ReadyMembers = int32(len(ready))
+	st.Members = etcdv1beta2.MembersStatus{Ready: ready, Unready: unready}
+	if lowest != "" {
+		st.CurrentVersion = lowest
+	}
+}
+
+// setConditions sets the conditions and the derived phase from the observation, the step
+// taken and its error.
+func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action, target string, upgradeErr, stepErr error) {
+	gen := c.Generation
+	set := func(t string, status bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if status {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	voters, healthy := 0, 0
+	for _, m := range obs.Members {
+		if !m.IsLearner {
+			voters++
+			if _, ok := obs.Status[m.ID]; ok {
+				healthy++
+			}
+		}
+	}
+	available := obs.Reachable && healthy*2 > voters
+	if available {
+		set(etcdv1beta2.ClusterConditionAvailable, true, etcdv1beta2.ReasonClusterHealthy, fmt.Sprintf("%d of %d voting members are healthy", healthy, voters))
+	} else {
+		set(etcdv1beta2.ClusterConditionAvailable, false, etcdv1beta2.ReasonEtcdUnreachable, fmt.Sprintf("%d of %d voting members are healthy", healthy, voters))
+	}
+
+	size := int(c.Spec.Size)
+	switch n := len(obs.Members); {
+	case !obs.Reachable && act.Kind == cluster.ActionCreateSeed:
+		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonCreatingSeed, act.Message)
+	case obs.Reachable && n < size:
+		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonScalingUp, fmt.Sprintf("%d of %d members", n, size))
+	case obs.Reachable && n > size:
+		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonScalingDown, fmt.Sprintf("%d members, want %d", n, size))
+	default:
+		set(etcdv1beta2.ClusterConditionScaling, false, etcdv1beta2.ReasonAsExpected, "member count matches spec.size")
+	}
+
+	c.Status.TargetVersion = ""
+	switch {
+	case upgradeErr != nil:
+		set(etcdv1beta2.ClusterConditionUpgrading, false, etcdv1beta2.ReasonUnsupportedUpgrade, upgradeErr.Error())
+	case runningVersion(obs) != "" && runningVersion(obs) != target:
+		c.Status.TargetVersion = target
+		set(etcdv1beta2.ClusterConditionUpgrading, true, etcdv1beta2.ReasonUpgradeInProgress, "upgrading members from "+runningVersion(obs)+" to "+target)
+	default:
+		set(etcdv1beta2.ClusterConditionUpgrading, false, etcdv1beta2.ReasonAsExpected, "every member runs "+target)
+	}
+
+	switch {
+	case stepErr != nil:
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonReconcileError, stepErr.Error())
+	case act.Kind == cluster.ActionQuorumLost:
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonQuorumLost, act.Message)
+	case obs.Reachable && healthy < voters:
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonMemberUnhealthy, fmt.Sprintf("members down: %s", strings.Join(c.Status.Members.Unready, ", ")))
+	case !obs.Reachable && obs.Formed:
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonEtcdUnreachable, "no member answers")
+	default:
+		set(etcdv1beta2.ClusterConditionDegraded, false, etcdv1beta2.ReasonAsExpected, "no problem found")
+	}
+
+	switch act.Kind {
+	case cluster.ActionNone, cluster.ActionQuorumLost:
+		set(etcdv1beta2.ClusterConditionProgressing, false, etcdv1beta2.ReasonAsExpected, "nothing to change")
+	case cluster.ActionWaitForSeed:
+		set(etcdv1beta2.ClusterConditionProgressing, true, etcdv1beta2.ReasonWaitingForSeed, act.Message)
+	default:
+		set(etcdv1beta2.ClusterConditionProgressing, true, string(act.Kind), act.Message)
+	}
+	if act.Kind == cluster.ActionQuorumLost {
+		c.Status.Reason = etcdv1beta2.ReasonQuorumLost
+	} else {
+		c.Status.Reason = ""
+	}
+	c.Status.Phase = phase(c)
+}
+
+// setPaused records that spec.paused stops the operator (or that it does not).
+func setPaused(c *etcdv1beta2.EtcdCluster) {
+	if c.Spec.Paused {
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionPaused, Status: metav1.ConditionTrue,
+			Reason: etcdv1beta2.ReasonPausedByUser, Message: "spec.paused is true: the operator changes nothing", ObservedGeneration: c.Generation})
+	} else {
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionPaused, Status: metav1.ConditionFalse,
+			Reason: etcdv1beta2.ReasonAsExpected, Message: "the operator manages the cluster", ObservedGeneration: c.Generation})
+	}
+	c.Status.ControlPaused = c.Spec.Paused
+	c.Status.Phase = phase(c)
+}
+
+// phase derives the display phase from the conditions.
+func phase(c *etcdv1beta2.EtcdCluster) etcdv1beta2.ClusterPhase {
+	is := func(t string) bool { return meta.IsStatusConditionTrue(c.Status.Conditions, t) }
+	switch {
+	case is(etcdv1beta2.ClusterConditionPaused):
+		return etcdv1beta2.ClusterPhasePaused
+	case meta.IsStatusConditionPresentAndEqual(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue) &&
+		meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded).Reason == etcdv1beta2.ReasonQuorumLost:
+		return etcdv1beta2.ClusterPhaseFailed
+	case !is(etcdv1beta2.ClusterConditionAvailable) && c.Status.ClusterID == "":
+		return etcdv1beta2.ClusterPhaseCreating
+	case is(etcdv1beta2.ClusterConditionUpgrading):
+		return etcdv1beta2.ClusterPhaseUpgrading
+	case is(etcdv1beta2.ClusterConditionScaling):
+		return etcdv1beta2.ClusterPhaseScaling
+	case is(etcdv1beta2.ClusterConditionDegraded):
+		return etcdv1beta2.ClusterPhaseDegraded
+	}
+	return etcdv1beta2.ClusterPhaseRunning
+}
+
+func sortedNames(m map[string]cluster.PodState) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// setFailure records an error that stopped the pass before a step could be chosen.
+func setFailure(c *etcdv1beta2.EtcdCluster, err error) {
+	reason := etcdv1beta2.ReasonReconcileError
+	if errors.Is(err, errSecretNotFound) {
+		reason = etcdv1beta2.ReasonSecretNotFound
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionDegraded, Status: metav1.ConditionTrue,
+		Reason: reason, Message: err.Error(), ObservedGeneration: c.Generation})
+	c.Status.Phase = phase(c)
+}
