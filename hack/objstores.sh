@@ -9,6 +9,7 @@
 #   down    stop the servers (by PID) and wipe their state
 #   status  show which servers run
 #   env     print the env file (`eval "$(hack/objstores.sh env)"`)
+#   versions  print the pinned server versions
 # Binaries live under $CACHE_DIR/objstores keyed by version; server state under
 # $CACHE_DIR/objstores/data, wiped on `down` and recreated when a server is started.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -141,7 +142,7 @@ up() {
     -backend filesystem -filesystem-root "$DATA_DIR/fake-gcs" \
     -public-host 127.0.0.1:4443 -external-url http://127.0.0.1:4443 -log-level warn
   start azurite 10000 "$AZURITE_BIN" --blobHost 127.0.0.1 --blobPort 10000 \
-    --location "$DATA_DIR/azurite" --skipApiVersionCheck --disableTelemetry --loose
+    --location "$DATA_DIR/azurite" --skipApiVersionCheck --disableTelemetry --loose --silent
   wait_ready minio http://127.0.0.1:9000/minio/health/live
   wait_ready fake-gcs http://127.0.0.1:4443/storage/v1/b
   wait_ready azurite "http://127.0.0.1:10000/$ABS_ACCOUNT?comp=list"
@@ -189,12 +190,15 @@ case "${1:-}" in
 up) up ;;
 down) down ;;
 status) status ;;
+versions)
+  echo "MinIO $MINIO_VERSION, fake-gcs-server $FAKE_GCS_VERSION, Azurite $AZURITE_VERSION"
+  ;;
 env)
   [ -f "$ENV_FILE" ] || { log "no env file: run '$0 up' first"; exit 1; }
   cat "$ENV_FILE"
   ;;
 *)
-  echo "usage: $0 up|down|status|env" >&2
+  echo "usage: $0 up|down|status|env|versions" >&2
   exit 2
   ;;
 esac
