@@ -61,11 +61,13 @@ type Client interface {
 	// MemberList lists the members, served by any member without a quorum round (serializable),
 	// so that a cluster that lost quorum can still be observed. It returns the cluster ID too.
 	MemberList(ctx context.Context) ([]Member, uint64, error)
-	// AddLearner adds a non-voting member with the given peer URL and returns it.
+	// AddLearner adds a non-voting member with the given peer URL and returns it;
+	// ErrNotReadyForChange while etcd's quorum protection refuses the change.
 	AddLearner(ctx context.Context, peerURL string) (Member, error)
 	// Promote makes a learner a voting member; ErrLearnerNotReady while it is catching up.
 	Promote(ctx context.Context, id uint64) error
 	// Remove removes a member; removing a member that is already gone is not an error.
+	// ErrNotReadyForChange while etcd's quorum protection refuses the change.
 	Remove(ctx context.Context, id uint64) error
 	// Status asks the member at endpoint about itself.
 	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
@@ -75,6 +77,10 @@ type Client interface {
 
 // ErrLearnerNotReady is returned by Promote while the learner has not caught up with the leader.
 var ErrLearnerNotReady = errors.New("learner is not in sync with the leader yet")
+
+// ErrNotReadyForChange is returned by AddLearner while etcd refuses membership changes because
+// a member became active only moments ago; try again shortly.
+var ErrNotReadyForChange = errors.New("cluster is not ready for a membership change yet")
 
 // Config says how to reach a cluster.
 type Config struct {
@@ -126,6 +132,9 @@ func (e *etcdClient) AddLearner(ctx context.Context, peerURL string) (Member, er
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	resp, err := e.c.MemberAddAsLearner(ctx, []string{peerURL})
+	if errors.Is(err, rpctypes.ErrUnhealthy) {
+		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, ErrNotReadyForChange)
+	}
 	if err != nil {
 		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, err)
 	}
@@ -137,7 +146,7 @@ func (e *etcdClient) Promote(ctx context.Context, id uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	if _, err := e.c.MemberPromote(ctx, id); err != nil {
-		if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
+		if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) || errors.Is(err, rpctypes.ErrUnhealthy) {
 			return fmt.Errorf("promoting member %x: %w", id, ErrLearnerNotReady)
 		}
 		return fmt.Errorf("promoting member %x: %w", id, err)
@@ -148,7 +157,11 @@ func (e *etcdClient) Promote(ctx context.Context, id uint64) error {
 func (e *etcdClient) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	if _, err := e.c.MemberRemove(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
+	_, err := e.c.MemberRemove(ctx, id)
+	if errors.Is(err, rpctypes.ErrUnhealthy) {
+		return fmt.Errorf("removing member %x: %w", id, ErrNotReadyForChange)
+	}
+	if err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
 		return fmt.Errorf("removing member %x: %w", id, err)
 	}
 	return nil

@@ -54,6 +54,10 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		}
 	case cluster.ActionAddMember:
 		m, err := obs.etcd.AddLearner(ctx, PeerURL(c, act.Pod))
+		if errors.Is(err, cluster.ErrNotReadyForChange) {
+			log.V(1).Info("Cluster not ready for a membership change yet")
+			return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+		}
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding member %s to %s: %w", act.Pod, klog.KObj(c), err)
 		}
@@ -71,7 +75,12 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 			return ctrl.Result{}, fmt.Errorf("promoting %s of %s: %w", act.Pod, klog.KObj(c), err)
 		}
 	case cluster.ActionRemoveMember:
-		if err := obs.etcd.Remove(ctx, act.MemberID); err != nil {
+		err := obs.etcd.Remove(ctx, act.MemberID)
+		if errors.Is(err, cluster.ErrNotReadyForChange) {
+			log.V(1).Info("Cluster not ready for a membership change yet")
+			return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing member %s of %s: %w", act.Pod, klog.KObj(c), err)
 		}
 		r.Failpoint(FailpointAfterMemberRemove)
