@@ -179,6 +179,12 @@ type BackupStatus struct {
 	// duration is how long the (last) backup took.
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// attempts is how many times a one-shot backup was tried. Transient failures (etcd or the
+	// object store unreachable, a broken or corrupt stream, a timeout) are retried with
+	// exponential backoff up to 3 attempts before the backup is Failed for good.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
 }
 
 // BackupPhase is a one-word summary of a backup for display.

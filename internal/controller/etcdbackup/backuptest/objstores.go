@@ -1,0 +1,117 @@
+// Package backuptest creates buckets on the object-store servers hack/objstores.sh runs (MinIO,
+// fake-gcs-server, Azurite) and the EtcdBackup storage blocks and credential Secrets that point
+// at them, for the backup controllers' integration tests.
+package backuptest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"google.golang.org/api/option"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/backendtest"
+)
+
+// Bucket is a fresh bucket (or container) and what an EtcdBackup needs to write to it.
+type Bucket struct {
+	Type   etcdv1beta2.BackupStorageType
+	Name   string
+	Secret map[string][]byte
+	// Source returns the storage block for path "<bucket>/<key>" and the named Secret.
+	Source func(key, secretName string) etcdv1beta2.BackupSource
+}
+
+// NewS3Bucket creates a bucket in MinIO; the Secret is an awsSecret (credentials and config).
+func NewS3Bucket(t testing.TB) *Bucket {
+	t.Helper()
+	env := backendtest.Env(t, "ETCD_SUITE_S3_ENDPOINT", "ETCD_SUITE_S3_ACCESS_KEY", "ETCD_SUITE_S3_SECRET_KEY", "ETCD_SUITE_S3_REGION")
+	name := backendtest.UniqueName("backup-")
+	c := s3.New(s3.Options{
+		Region:       env["ETCD_SUITE_S3_REGION"],
+		BaseEndpoint: aws.String(env["ETCD_SUITE_S3_ENDPOINT"]),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(env["ETCD_SUITE_S3_ACCESS_KEY"], env["ETCD_SUITE_S3_SECRET_KEY"], ""),
+	})
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("creating bucket %s: %v", name, err)
+	}
+	return &Bucket{
+		Type: etcdv1beta2.BackupStorageTypeS3,
+		Name: name,
+		Secret: map[string][]byte{
+			"credentials": fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n",
+				env["ETCD_SUITE_S3_ACCESS_KEY"], env["ETCD_SUITE_S3_SECRET_KEY"]),
+			"config": fmt.Appendf(nil, "[default]\nregion = %s\n", env["ETCD_SUITE_S3_REGION"]),
+		},
+		Source: func(key, secret string) etcdv1beta2.BackupSource {
+			return etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{
+				Path: name + "/" + key, AWSSecret: secret, Endpoint: env["ETCD_SUITE_S3_ENDPOINT"], ForcePathStyle: true,
+			}}
+		},
+	}
+}
+
+// NewGCSBucket creates a bucket in fake-gcs-server; the Secret is a gcpSecret with an
+// access-token (the emulator accepts any).
+func NewGCSBucket(t testing.TB) *Bucket {
+	t.Helper()
+	env := backendtest.Env(t, "ETCD_SUITE_GCS_ENDPOINT")
+	name := backendtest.UniqueName("backup-")
+	ctx := context.Background()
+	c, err := storage.NewClient(ctx, option.WithEndpoint(env["ETCD_SUITE_GCS_ENDPOINT"]), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Bucket(name).Create(ctx, "etcd-suite-test", nil); err != nil {
+		t.Fatalf("creating bucket %s: %v", name, err)
+	}
+	return &Bucket{
+		Type:   etcdv1beta2.BackupStorageTypeGCS,
+		Name:   name,
+		Secret: map[string][]byte{"access-token": []byte("fake-token")},
+		Source: func(key, secret string) etcdv1beta2.BackupSource {
+			return etcdv1beta2.BackupSource{GCS: &etcdv1beta2.GCSSource{
+				Path: name + "/" + key, GCPSecret: secret, Endpoint: env["ETCD_SUITE_GCS_ENDPOINT"],
+			}}
+		},
+	}
+}
+
+// NewABSContainer creates a container in Azurite; the Secret is an absSecret.
+func NewABSContainer(t testing.TB) *Bucket {
+	t.Helper()
+	env := backendtest.Env(t, "ETCD_SUITE_ABS_ENDPOINT", "ETCD_SUITE_ABS_ACCOUNT", "ETCD_SUITE_ABS_KEY")
+	name := backendtest.UniqueName("backup-")
+	cred, err := azblob.NewSharedKeyCredential(env["ETCD_SUITE_ABS_ACCOUNT"], env["ETCD_SUITE_ABS_KEY"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := azblob.NewClientWithSharedKeyCredential(env["ETCD_SUITE_ABS_ENDPOINT"], cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateContainer(context.Background(), name, nil); err != nil {
+		t.Fatalf("creating container %s: %v", name, err)
+	}
+	return &Bucket{
+		Type: etcdv1beta2.BackupStorageTypeABS,
+		Name: name,
+		Secret: map[string][]byte{
+			"storage-account": []byte(env["ETCD_SUITE_ABS_ACCOUNT"]),
+			"storage-key":     []byte(env["ETCD_SUITE_ABS_KEY"]),
+		},
+		Source: func(key, secret string) etcdv1beta2.BackupSource {
+			return etcdv1beta2.BackupSource{ABS: &etcdv1beta2.ABSSource{
+				Path: name + "/" + key, ABSSecret: secret, Endpoint: env["ETCD_SUITE_ABS_ENDPOINT"],
+			}}
+		},
+	}
+}

@@ -1,0 +1,72 @@
+package etcdbackup
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+)
+
+// target is the cluster a backup reads from.
+type target struct {
+	// name labels metrics: the EtcdCluster's name, or the first endpoint.
+	name      string
+	endpoints []string
+	tls       *tls.Config
+}
+
+// resolveTarget returns the endpoints and client TLS of the backup's cluster: etcdEndpoints, or
+// the named EtcdCluster's ready members (per-pod DNS names), falling back to its client Service.
+func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec) (*target, error) {
+	t := &target{endpoints: spec.EtcdEndpoints}
+	tlsSecret := spec.ClientTLSSecret
+	if spec.EtcdCluster != nil {
+		cl := &etcdv1beta2.EtcdCluster{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: spec.EtcdCluster.Name}, cl); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, terminal(etcdv1beta2.ReasonClusterNotFound, fmt.Errorf("EtcdCluster %s/%s not found", ns, spec.EtcdCluster.Name))
+			}
+			return nil, fmt.Errorf("getting EtcdCluster %s/%s: %w", ns, spec.EtcdCluster.Name, err)
+		}
+		t.name = cl.Name
+		t.endpoints = clusterEndpoints(cl)
+		if cl.Spec.TLS.IsSecureClient() {
+			tlsSecret = cl.Spec.TLS.Static.OperatorSecret
+		}
+	} else if len(t.endpoints) > 0 {
+		t.name = t.endpoints[0]
+	}
+	if tlsSecret != "" {
+		data, err := secretData(ctx, c, ns, tlsSecret)
+		if err != nil {
+			return nil, err
+		}
+		if t.tls, err = snapshot.TLSConfigFromSecret(data); err != nil {
+			return nil, terminal(etcdv1beta2.ReasonInvalidCredentials, fmt.Errorf("client TLS secret %s/%s: %w", ns, tlsSecret, err))
+		}
+	}
+	return t, nil
+}
+
+// clusterEndpoints returns the client URLs of an EtcdCluster's ready members, or of its client
+// Service when the status lists none.
+func clusterEndpoints(cl *etcdv1beta2.EtcdCluster) []string {
+	scheme := "http"
+	if cl.Spec.TLS.IsSecureClient() {
+		scheme = "https"
+	}
+	var eps []string
+	for _, m := range cl.Status.Members.Ready {
+		eps = append(eps, fmt.Sprintf("%s://%s.%s.%s.svc:%d", scheme, m, cl.Name, cl.Namespace, etcdv1beta2.EtcdClientPort))
+	}
+	if len(eps) == 0 {
+		eps = []string{fmt.Sprintf("%s://%s.%s.svc:%d", scheme, cl.ClientServiceName(), cl.Namespace, etcdv1beta2.EtcdClientPort)}
+	}
+	return eps
+}

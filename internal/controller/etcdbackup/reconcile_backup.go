@@ -1,0 +1,103 @@
+package etcdbackup
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/retention"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+)
+
+// outcome is a stored, verified backup.
+type outcome struct {
+	snapshot.Result
+	location string
+	cluster  string
+}
+
+// backup resolves the cluster and the store, streams one verified snapshot and, for periodic
+// backups with maxBackups, deletes the oldest of our objects under the prefix.
+func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*outcome, error) {
+	spec := &obj.Spec
+	tgt, err := resolveTarget(ctx, r.Client, obj.Namespace, spec)
+	if err != nil {
+		return nil, err
+	}
+	store, err := OpenStore(ctx, r.Client, obj.Namespace, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+
+	cfg := &snapshot.Config{
+		Endpoints:      tgt.endpoints,
+		TLS:            tgt.tls,
+		DialTimeout:    r.Options.EtcdDialTimeout,
+		RequestTimeout: r.Options.EtcdRequestTimeout,
+		Now:            r.now,
+		Key: func(rev int64, start time.Time) string {
+			if spec.IsPrefixPath() {
+				return snapshot.ObjectKey(store.Key, rev, start)
+			}
+			return store.Key
+		},
+	}
+	if spec.BackupPolicy != nil && spec.BackupPolicy.TimeoutInSecond > 0 {
+		cfg.Timeout = time.Duration(spec.BackupPolicy.TimeoutInSecond) * time.Second
+	}
+	res, err := snapshot.Take(ctx, cfg, store)
+	if err != nil {
+		return nil, err
+	}
+	out := &outcome{Result: res, location: store.Location(res.Key), cluster: tgt.name}
+
+	if spec.IsPeriodic() && spec.BackupPolicy.MaxBackups > 0 {
+		policy := retention.Policy{MaxBackups: int(spec.BackupPolicy.MaxBackups)}
+		deleted, err := retention.Apply(ctx, store, store.Key, policy, r.now(), res.Key)
+		if len(deleted) > 0 {
+			ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(deleted), "prefix", store.Key)
+		}
+		if err != nil {
+			// The backup itself is good; retention runs again after the next one.
+			r.Recorder.Eventf(obj, "Warning", "RetentionFailed", "Deleting old backups under %s: %v", store.Key, err)
+		}
+	}
+	return out, nil
+}
+
+// classify returns the condition reason of a failed backup and whether retrying may help, or nil
+// for errors that are not about the backup (API server errors), which are returned for backoff.
+func classify(err error) *reasonError {
+	if re, ok := errors.AsType[*reasonError](err); ok {
+		return re
+	}
+	transient := func(reason string) *reasonError { return &reasonError{reason: reason, transient: true, err: err} }
+	switch {
+	case errors.Is(err, snapshot.ErrTimeout):
+		return transient(etcdv1beta2.ReasonTimeout)
+	case errors.Is(err, snapshot.ErrNoHealthyMember):
+		return transient(etcdv1beta2.ReasonEtcdUnreachable)
+	case errors.Is(err, snapshot.ErrChecksumMismatch), errors.Is(err, snapshot.ErrTruncated):
+		return transient(etcdv1beta2.ReasonVerificationFailed)
+	case errors.Is(err, snapshot.ErrStream):
+		return transient(etcdv1beta2.ReasonSnapshotFailed)
+	case errors.Is(err, snapshot.ErrStorage) && isAuthError(err):
+		return &reasonError{reason: etcdv1beta2.ReasonInvalidCredentials, err: err}
+	case errors.Is(err, snapshot.ErrStorage):
+		return transient(etcdv1beta2.ReasonStorageUnreachable)
+	}
+	return nil
+}
+
+// failureMessage is the user-facing message of a failed attempt.
+func failureMessage(err error) string {
+	msg := err.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000] + "..."
+	}
+	return msg
+}

@@ -1,0 +1,124 @@
+package etcdbackup
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/etcd-operator/etcd-operator/internal/manager"
+	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// k8s is the envtest client shared by the tests; each test works in its own namespace.
+var k8s client.Client
+
+// TestMain starts a real kube-apiserver and etcd (envtest) and a manager running the EtcdBackup
+// controller with short etcd timeouts and a 1 s retry backoff.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	}
+	env, err := testutil.StartEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Stop()
+	k8s = env.Client
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  manager.NewScheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := options.New("backup-operator")
+	opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, RetryBackoff: time.Second}
+	if err := r.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return m.Run()
+}
+
+// namespace creates a namespace for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "backup-"}}
+	if err := k8s.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+func createSecret(t *testing.T, ns, name string, data map[string][]byte) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
+	if err := k8s.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond every 200 ms until it returns true or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitPhase waits until the backup reaches phase and returns it.
+func waitPhase(t *testing.T, ns, name string, phase etcdv1beta2.BackupPhase, timeout time.Duration) *etcdv1beta2.EtcdBackup {
+	t.Helper()
+	b := &etcdv1beta2.EtcdBackup{}
+	eventually(t, timeout, fmt.Sprintf("EtcdBackup %s/%s %s", ns, name, phase), func() (bool, string) {
+		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
+			return false, err.Error()
+		}
+		return b.Status.Phase == phase, fmt.Sprintf("phase=%q reason=%q attempts=%d", b.Status.Phase, b.Status.Reason, b.Status.Attempts)
+	})
+	return b
+}
