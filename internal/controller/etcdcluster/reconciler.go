@@ -71,14 +71,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 //  1. Get the cluster; gone -> drop its metrics, done. Being deleted -> done (owner references
 //     let the garbage collector delete pods, volumes and Services).
 //  2. Defer the single status patch; observedGeneration only when the pass succeeded.
-//  3. Ensure the headless peer Service and the client Service.
-//  4. Observe: member pods and volumes, etcd's member list and each member's status
+//  3. Observe: member pods and volumes, etcd's member list and each member's status
 //     (one etcd client, closed at the end of the pass).
-//  5. Record the observed status; spec.paused -> condition Paused, change nothing.
-//  6. Adopt the restore operator's seed pod (spec.bootstrap.restore).
-//  7. Decide the target version (unsupported paths are refused with a condition), let
+//  4. Record the observed status; spec.paused -> condition Paused, change nothing.
+//  5. Ensure the headless peer Service and the client Service; adopt the restore operator's
+//     seed pod (spec.bootstrap.restore).
+//  6. Decide the target version (unsupported paths are refused with a condition), let
 //     cluster.Next pick the single next step, carry it out.
-//  8. Set conditions, phase, events and metrics; requeue shortly after a change, later while
+//  7. Set conditions, phase, events and metrics; requeue shortly after a change, later while
 //     waiting on etcd.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	c := &etcdv1beta2.EtcdCluster{}
@@ -103,9 +103,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	if err := r.reconcileServices(ctx, c); err != nil {
-		return ctrl.Result{}, err
-	}
 	obs, err := r.observe(ctx, c)
 	if err != nil {
 		setFailure(c, err)
@@ -120,6 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if c.Spec.Paused {
 		setConditions(c, obs, cluster.Action{Kind: cluster.ActionNone}, target, upgradeErr, nil)
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+	}
+	if err := r.reconcileServices(ctx, c); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.adoptSeed(ctx, c, obs); err != nil {
 		return ctrl.Result{}, err

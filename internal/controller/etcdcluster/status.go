@@ -78,8 +78,8 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 
 	size := int(c.Spec.Size)
 	switch n := len(obs.Members); {
-	case !obs.Reachable && act.Kind == cluster.ActionCreateSeed:
-		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonCreatingSeed, act.Message)
+	case !obs.Reachable && !obs.Formed:
+		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonCreatingSeed, "creating the seed member")
 	case obs.Reachable && n < size:
 		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonScalingUp, fmt.Sprintf("%d of %d members", n, size))
 	case obs.Reachable && n > size:

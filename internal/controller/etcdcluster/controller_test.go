@@ -1,0 +1,237 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// In "nokubelet-" namespaces pods stay Pending, as in plain envtest.
+func TestCreatesServicesAndSeed(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "nokubelet-create")
+	c := newCluster(ns, "c", 3)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{Labels: map[string]string{"team": "a"}, AntiAffinity: true, ClusterDomain: "cluster.local"}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	peer, cl, pod := &corev1.Service{}, &corev1.Service{}, &corev1.Pod{}
+	eventually(t, "services and seed pod", func() error {
+		for name, obj := range map[string]client.Object{"c": peer, "c-client": cl, "c-0": pod} {
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if peer.Spec.ClusterIP != corev1.ClusterIPNone || !peer.Spec.PublishNotReadyAddresses || len(peer.Spec.Ports) != 2 {
+		t.Errorf("peer Service spec = %+v, want headless, publishNotReadyAddresses, ports 2379/2380", peer.Spec)
+	}
+	if cl.Spec.Ports[0].Port != 2379 || cl.Spec.Selector["etcd_cluster"] != "c" {
+		t.Errorf("client Service spec = %+v", cl.Spec)
+	}
+	for _, obj := range []metav1.Object{peer, cl, pod} {
+		if ref := metav1.GetControllerOf(obj); ref == nil || ref.Name != "c" {
+			t.Errorf("%s has no controller reference to the cluster", obj.GetName())
+		}
+	}
+	cur := getCluster(t, ns, "c")
+	cmd := strings.Join(pod.Spec.Containers[0].Command, " ")
+	for _, want := range []string{
+		"--initial-cluster-state=new", "--initial-cluster-token=" + string(cur.UID), "--name=c-0",
+		"--initial-cluster=c-0=http://c-0.c." + ns + ".svc.cluster.local:2380",
+		"--advertise-client-urls=http://c-0.c." + ns + ".svc.cluster.local:2379",
+	} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("seed command %q lacks %q", cmd, want)
+		}
+	}
+	if pod.Spec.Hostname != "c-0" || pod.Spec.Subdomain != "c" || pod.Labels["team"] != "a" || pod.Labels["etcd_member"] != "c-0" {
+		t.Errorf("seed pod identity: hostname %q subdomain %q labels %v", pod.Spec.Hostname, pod.Spec.Subdomain, pod.Labels)
+	}
+	if img := pod.Spec.Containers[0].Image; img != "quay.io/coreos/etcd:v3.6.16" || pod.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %s pull %s", img, pod.Spec.Containers[0].ImagePullPolicy)
+	}
+	if a := pod.Spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("antiAffinity=true: affinity = %+v", a)
+	}
+	eventually(t, "status while creating", func() error {
+		c := getCluster(t, ns, "c")
+		if c.Status.Phase != etcdv1beta2.ClusterPhaseCreating || condition(c, "Available") != "False/EtcdUnreachable" ||
+			condition(c, "Scaling") != "True/CreatingSeed" || c.Status.Selector != "app=etcd,etcd_cluster=c" || c.Status.ServiceName != "c-client" {
+			return fmt.Errorf("status = %+v", c.Status)
+		}
+		return nil
+	})
+	if got := podNames(t, ns); !slices.Equal(got, []string{"c-0"}) {
+		t.Errorf("pods = %v, want only the seed while it does not run", got)
+	}
+}
+
+func TestPausedChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "nokubelet-paused")
+	c := newCluster(ns, "c", 1)
+	c.Spec.Paused = true
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Paused condition", func() error {
+		if c := getCluster(t, ns, "c"); condition(c, "Paused") != "True/PausedByUser" || c.Status.Phase != etcdv1beta2.ClusterPhasePaused || !c.Status.ControlPaused {
+			return fmt.Errorf("status = %+v", c.Status)
+		}
+		return nil
+	})
+	if got := podNames(t, ns); len(got) != 0 {
+		t.Fatalf("paused cluster got pods %v", got)
+	}
+	c = getCluster(t, ns, "c")
+	c.Spec.Paused = false
+	if err := k8s.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "seed after unpause", func() error {
+		if got := podNames(t, ns); !slices.Equal(got, []string{"c-0"}) {
+			return fmt.Errorf("pods = %v", got)
+		}
+		if c := getCluster(t, ns, "c"); condition(c, "Paused") != "False/AsExpected" {
+			return fmt.Errorf("Paused = %s", condition(c, "Paused"))
+		}
+		return nil
+	})
+}
+
+// grown creates a cluster of size members in a namespace with the fake kubelet and waits
+// until all are started voters.
+func grown(t *testing.T, base string, size int32) (string, *fakeEtcd) {
+	t.Helper()
+	ns := namespace(t, base)
+	if err := k8s.Create(context.Background(), newCluster(ns, "c", size)); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, int(size))
+	return ns, f
+}
+
+func waitConverged(t *testing.T, ns string, f *fakeEtcd, size int) {
+	t.Helper()
+	eventually(t, "cluster converged", func() error {
+		voters, all, pods := memberNames(f, true), memberNames(f, false), podNames(t, ns)
+		c := getCluster(t, ns, "c")
+		if len(voters) != size || !slices.Equal(all, pods) || condition(c, "Available") != "True/ClusterHealthy" ||
+			c.Status.ReadyMembers != int32(size) || condition(c, "Progressing") != "False/AsExpected" {
+			return fmt.Errorf("voters %v members %v pods %v status %+v", voters, all, pods, c.Status)
+		}
+		return nil
+	})
+}
+
+func TestGrowsAndShrinksOneAtATime(t *testing.T) {
+	ns, f := grown(t, "grow", 3)
+	c := getCluster(t, ns, "c")
+	if c.Status.Phase != etcdv1beta2.ClusterPhaseRunning || c.Status.Size != 3 || c.Status.ClusterID == "" || c.Status.CurrentVersion != "3.6.16" {
+		t.Errorf("status = %+v", c.Status)
+	}
+	c.Spec.Size = 1
+	if err := k8s.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, ns, f, 1)
+}
+
+func TestFailpointAfterMemberAddConverges(t *testing.T) {
+	ns, f := grown(t, "failpoint", 1)
+	failAfterAdd.Store(true)
+	hits := failpointHit.Load()
+	c := getCluster(t, ns, "c")
+	c.Spec.Size = 2
+	if err := k8s.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, ns, f, 2)
+	if failpointHit.Load() != hits+1 {
+		t.Fatalf("failpoint after-member-add was not reached")
+	}
+}
+
+func TestDeadMemberReplaced(t *testing.T) {
+	ns, f := grown(t, "dead", 3)
+	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c-1 replaced", func() error {
+		if got := memberNames(f, true); len(got) != 3 || slices.Contains(got, "c-1") {
+			return fmt.Errorf("voters %v", got)
+		}
+		return nil
+	})
+	waitConverged(t, ns, f, 3)
+}
+
+func TestQuorumLostDeletesNothing(t *testing.T) {
+	ns, f := grown(t, "quorum", 3)
+	f.kill("c-1", "c-2")
+	eventually(t, "QuorumLost", func() error {
+		if c := getCluster(t, ns, "c"); condition(c, "Degraded") != "True/QuorumLost" || condition(c, "Available") != "False/EtcdUnreachable" {
+			return fmt.Errorf("Degraded %s Available %s", condition(c, "Degraded"), condition(c, "Available"))
+		}
+		return nil
+	})
+	for _, name := range []string{"c-1", "c-2"} {
+		if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "pods gone, nothing else changed", func() error {
+		if got := podNames(t, ns); !slices.Equal(got, []string{"c-0"}) {
+			return fmt.Errorf("pods %v", got)
+		}
+		return nil
+	})
+	c := getCluster(t, ns, "c")
+	if got := memberNames(f, false); len(got) != 3 || condition(c, "Degraded") != "True/QuorumLost" {
+		t.Fatalf("after deleting the dead pods: members %v Degraded %s; want 3 members kept, QuorumLost", got, condition(c, "Degraded"))
+	}
+}
+
+func TestAdoptsRestoreSeed(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "adopt")
+	c := newCluster(ns, "c", 2)
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: "r", SeedMember: "c-restored"}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "WaitingForSeed", func() error {
+		if c := getCluster(t, ns, "c"); condition(c, "Progressing") != "True/WaitingForSeed" {
+			return fmt.Errorf("Progressing %s", condition(c, "Progressing"))
+		}
+		return nil
+	})
+	if got := podNames(t, ns); len(got) != 0 {
+		t.Fatalf("operator made pods %v while waiting for the seed", got)
+	}
+	c = getCluster(t, ns, "c")
+	seed := newMemberPod(c, "c-restored", "3.6.16", "new", "c-restored="+PeerURL(c, "c-restored"))
+	if err := k8s.Create(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 2)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(seed), seed); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(seed); ref == nil || ref.Name != "c" {
+		t.Fatalf("seed pod not adopted: owner %v", ref)
+	}
+}

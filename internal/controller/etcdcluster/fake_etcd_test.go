@@ -1,0 +1,129 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+// fakeEtcd is an in-memory etcd membership for envtest, where no pod ever runs: a member
+// "starts" once its pod runs (the test's fake kubelet marks pods Running), and answers
+// status unless the test killed it.
+type fakeEtcd struct {
+	mu      sync.Mutex
+	members []cluster.Member
+	nextID  uint64
+	dead    map[string]bool
+}
+
+func newFakeEtcd() *fakeEtcd { return &fakeEtcd{nextID: 100, dead: map[string]bool{}} }
+
+func hostPod(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return strings.SplitN(u.Hostname(), ".", 2)[0]
+}
+
+// connect is the ClientFactory: the endpoints are the client URLs of the running pods.
+func (f *fakeEtcd) connect(cfg cluster.Config) (cluster.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	running := map[string]string{}
+	for _, ep := range cfg.Endpoints {
+		running[hostPod(ep)] = ep
+	}
+	if len(f.members) == 0 && len(cfg.Endpoints) > 0 { // the seed's pod runs: it forms the cluster
+		f.nextID++
+		f.members = append(f.members, cluster.Member{ID: f.nextID, PeerURLs: []string{"http://" + strings.TrimPrefix(cfg.Endpoints[0], "http://")}})
+	}
+	for i, m := range f.members {
+		if ep, ok := running[m.PodName()]; ok && !m.Started() {
+			f.members[i].Name, f.members[i].ClientURLs = m.PodName(), []string{ep}
+		}
+	}
+	return &fakeConn{f: f, running: running}, nil
+}
+
+func (f *fakeEtcd) kill(names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		f.dead[n] = true
+	}
+}
+
+func (f *fakeEtcd) list() []cluster.Member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]cluster.Member(nil), f.members...)
+}
+
+type fakeConn struct {
+	f       *fakeEtcd
+	running map[string]string
+}
+
+func (c *fakeConn) alive(name string) bool { _, ok := c.running[name]; return ok && !c.f.dead[name] }
+
+func (c *fakeConn) MemberList(context.Context) ([]cluster.Member, uint64, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	for _, m := range c.f.members {
+		if m.Started() && c.alive(m.Name) {
+			return append([]cluster.Member(nil), c.f.members...), 0xc1, nil
+		}
+	}
+	return nil, 0, errors.New("no member answers")
+}
+
+func (c *fakeConn) AddLearner(_ context.Context, peerURL string) (cluster.Member, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.nextID++
+	m := cluster.Member{ID: c.f.nextID, PeerURLs: []string{peerURL}, IsLearner: true}
+	c.f.members = append(c.f.members, m)
+	return m, nil
+}
+
+func (c *fakeConn) Promote(_ context.Context, id uint64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	for i := range c.f.members {
+		if c.f.members[i].ID == id {
+			c.f.members[i].IsLearner = false
+		}
+	}
+	return nil
+}
+
+func (c *fakeConn) Remove(_ context.Context, id uint64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	var keep []cluster.Member
+	for _, m := range c.f.members {
+		if m.ID != id {
+			keep = append(keep, m)
+		}
+	}
+	c.f.members = keep
+	return nil
+}
+
+func (c *fakeConn) Status(_ context.Context, endpoint string) (cluster.EndpointStatus, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	for _, m := range c.f.members {
+		if len(m.ClientURLs) > 0 && m.ClientURLs[0] == endpoint && c.alive(m.Name) {
+			return cluster.EndpointStatus{MemberID: m.ID, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner}, nil
+		}
+	}
+	return cluster.EndpointStatus{}, errors.New("unreachable")
+}
+
+func (c *fakeConn) Close() error { return nil }

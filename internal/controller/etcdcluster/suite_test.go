@@ -1,0 +1,184 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/etcd-operator/etcd-operator/internal/manager"
+	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+var (
+	k8s   client.Client
+	fakes sync.Map // namespace -> *fakeEtcd
+	// failAfterAdd, when set, makes the next after-member-add failpoint abort the pass (a
+	// panic the controller recovers from: the process-exit of production, without the exit).
+	failAfterAdd atomic.Bool
+	failpointHit atomic.Int32
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	env, err := testutil.StartEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	k8s = env.Client
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: manager.NewScheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := options.New("etcd-operator")
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("etcd-operator"), Options: opts,
+		NewEtcdClient: func(cfg cluster.Config) (cluster.Client, error) { return fakeFor(cfg).connect(cfg) },
+		Failpoint: func(name string) {
+			if name == FailpointAfterMemberAdd && failAfterAdd.CompareAndSwap(true, false) {
+				failpointHit.Add(1)
+				panic("failpoint " + name)
+			}
+		}}
+	if err := r.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	go fakeKubelet(ctx)
+	return m.Run()
+}
+
+// fakeFor returns the fake etcd of the namespace the endpoints are in (<pod>.<c>.<ns>.svc).
+func fakeFor(cfg cluster.Config) *fakeEtcd {
+	ns := ""
+	if len(cfg.Endpoints) > 0 {
+		if parts := strings.Split(strings.TrimPrefix(cfg.Endpoints[0], "http://"), "."); len(parts) > 2 {
+			ns = parts[2]
+		}
+	}
+	f, _ := fakes.LoadOrStore(ns, newFakeEtcd())
+	return f.(*fakeEtcd)
+}
+
+// fakeKubelet marks every pod Running: envtest has no kubelet.
+func fakeKubelet(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pods := &corev1.PodList{}
+		if err := k8s.List(ctx, pods, client.HasLabels{"etcd_cluster"}); err != nil {
+			continue
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase != corev1.PodRunning && !strings.HasPrefix(p.Namespace, "nokubelet-") {
+				p.Status.Phase = corev1.PodRunning
+				_ = k8s.Status().Update(ctx, p)
+			}
+		}
+	}
+}
+
+func namespace(t *testing.T, base string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: base + "-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func newCluster(ns, name string, size int32) *etcdv1beta2.EtcdCluster {
+	return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1beta2.ClusterSpec{Size: size}}
+}
+
+// eventually polls cond until it holds or 30 s pass.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func getCluster(t *testing.T, ns, name string) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	c := &etcdv1beta2.EtcdCluster{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func condition(c *etcdv1beta2.EtcdCluster, typ string) string {
+	cond := meta.FindStatusCondition(c.Status.Conditions, typ)
+	if cond == nil {
+		return "<none>"
+	}
+	return string(cond.Status) + "/" + cond.Reason
+}
+
+func podNames(t *testing.T, ns string) []string {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func memberNames(f *fakeEtcd, votersOnly bool) []string {
+	var out []string
+	for _, m := range f.list() {
+		if !votersOnly || (!m.IsLearner && m.Started()) {
+			out = append(out, m.PodName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func clusterConfig(ns string) cluster.Config {
+	return cluster.Config{Endpoints: []string{"http://c-0.c." + ns + ".svc:2379"}}
+}
