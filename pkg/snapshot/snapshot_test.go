@@ -167,4 +167,3 @@ func TestTakeUnreachable(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoHealthyMember", err)
 	}
 }
-
