@@ -152,6 +152,9 @@ func checkMembers(t testing.TB, f *framework.Framework, tlsCfg *tls.Config, sche
 		t.Fatalf("etcd members %v, pods %v, want %d and equal (no stray member or pod)", got, names, size)
 	}
 	for _, ep := range eps {
+		if k == "" {
+			break
+		}
 		one := etcdClient(t, f, tlsCfg, ep)
 		resp, err := one.Get(ctx, k)
 		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != want {
