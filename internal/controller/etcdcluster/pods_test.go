@@ -1,0 +1,64 @@
+package etcdcluster
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+func TestMemberPodPolicyAndTLS(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-1"}, Spec: etcdv1beta2.ClusterSpec{
+		Size: 3, Version: "3.5.35",
+		Pod: &etcdv1beta2.PodPolicy{
+			Resources:                 corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			Tolerations:               []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+			NodeSelector:              map[string]string{"disk": "ssd"},
+			Annotations:               map[string]string{"a": "b"},
+			EtcdEnv:                   []corev1.EnvVar{{Name: "ETCD_QUOTA_BACKEND_BYTES", Value: "1"}},
+			SecurityContext:           &corev1.PodSecurityContext{FSGroup: new(int64)},
+			PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{},
+			Affinity:                  &corev1.Affinity{},
+			AntiAffinity:              true,
+		},
+		TLS: &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}, OperatorSecret: "o"}},
+	}}
+	members := []cluster.Member{{ID: 1, Name: "c-0"}, {ID: 2, PeerURLs: []string{"https://c-3.c.ns.svc:2380"}}}
+	p := newMemberPod(c, "c-3", "3.5.35", "existing", initialCluster(c, members, "c-3"))
+	ct := p.Spec.Containers[0]
+	cmd := strings.Join(ct.Command, " ")
+	for _, want := range []string{
+		"--initial-cluster=c-0=https://c-0.c.ns.svc:2380,c-3=https://c-3.c.ns.svc:2380",
+		"--initial-cluster-state=existing", "--listen-peer-urls=https://0.0.0.0:2380", "--listen-client-urls=https://0.0.0.0:2379",
+		"--advertise-client-urls=https://c-3.c.ns.svc:2379", "--client-cert-auth=true", "--peer-client-cert-auth=true",
+		"--cert-file=/etc/etcdtls/member/server-tls/server.crt", "--peer-key-file=/etc/etcdtls/member/peer-tls/peer.key",
+	} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("command %q lacks %q", cmd, want)
+		}
+	}
+	if ct.Image != "quay.io/coreos/etcd:v3.5.35" || podVersion(p) != "3.5.35" {
+		t.Errorf("image %s version %s", ct.Image, podVersion(p))
+	}
+	if ct.Resources.Limits.Memory().String() != "1Gi" || len(ct.Env) != 1 || p.Spec.NodeSelector["disk"] != "ssd" ||
+		len(p.Spec.Tolerations) != 1 || p.Annotations["a"] != "b" || p.Spec.SecurityContext == nil {
+		t.Errorf("pod policy not applied: %+v", p.Spec)
+	}
+	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity != nil {
+		t.Errorf("affinity set: antiAffinity must not override it, got %+v", p.Spec.Affinity)
+	}
+	if v := p.Spec.Volumes[0]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "c-3" {
+		t.Errorf("data volume %+v, want the member's PVC", v)
+	}
+	if len(p.Spec.Volumes) != 3 || len(ct.VolumeMounts) != 3 {
+		t.Errorf("TLS volumes missing: %+v", p.Spec.Volumes)
+	}
+	if p.Spec.RestartPolicy != corev1.RestartPolicyAlways || ct.ReadinessProbe.HTTPGet.Port.IntValue() != metricsPort {
+		t.Errorf("restart policy %s probe %+v", p.Spec.RestartPolicy, ct.ReadinessProbe)
+	}
+}
