@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 func TestMemberPodPolicyAndTLS(t *testing.T) {
