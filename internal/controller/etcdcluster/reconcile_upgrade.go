@@ -12,13 +12,21 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
-// runningVersion is the lowest etcd version among the member pods, or "" without pods.
+// runningVersion is the lowest etcd version among the member pods' images and the versions
+// the members report (a patched pod reports its old version until its container restarts),
+// or "" without pods.
 func runningVersion(obs *observation) string {
 	lowest := ""
-	for _, p := range obs.Pods {
-		if p.Version != "" && (lowest == "" || cluster.CompareVersions(p.Version, lowest) < 0) {
-			lowest = p.Version
+	see := func(v string) {
+		if v != "" && (lowest == "" || cluster.CompareVersions(v, lowest) < 0) {
+			lowest = v
 		}
+	}
+	for _, p := range obs.Pods {
+		see(p.Version)
+	}
+	for _, s := range obs.Status {
+		see(s.Version)
 	}
 	return lowest
 }
