@@ -73,10 +73,13 @@ install_all() {
 
 pid_of() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
 
+# running <name>: the recorded PID is alive and is still our server (its command line names a
+# file under $OBJ_DIR), so a stale PID file never makes us signal an unrelated process.
 running() {
   local pid
   pid="$(pid_of "$1")"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$OBJ_DIR/"
 }
 
 port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
@@ -153,7 +156,7 @@ up() {
 stop() {
   local name="$1" pid i
   pid="$(pid_of "$name")"
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  if running "$name"; then
     kill "$pid"
     for i in $(seq 1 40); do
       kill -0 "$pid" 2>/dev/null || break
