@@ -1,9 +1,13 @@
-// Package etcdbackupschedule holds the controller of EtcdBackupSchedule.
+// Package etcdbackupschedule holds the controller of EtcdBackupSchedule: it creates one
+// EtcdBackup per cron run (like CronJob creates Jobs), keeps a bounded history of them, and
+// applies retention to the backup objects in the bucket.
 package etcdbackupschedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -21,19 +25,39 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
+// Labels and annotations on the EtcdBackups a schedule creates.
+const (
+	// ScheduleLabel holds the name of the schedule that created a backup.
+	ScheduleLabel = "etcd.database.coreos.com/backup-schedule"
+	// ScheduledTimeAnnotation holds the run's scheduled time (RFC 3339, UTC).
+	ScheduledTimeAnnotation = "etcd.database.coreos.com/scheduled-time"
+)
+
+// FreshnessGrace is added to the schedule's interval (and starting deadline) before the newest
+// successful backup counts as stale: it covers the backup's own duration.
+const FreshnessGrace = 15 * time.Minute
+
 // Reconciler reconciles EtcdBackupSchedule objects.
 type Reconciler struct {
 	client.Client
 	Recorder record.EventRecorder
 	Options  *options.Options
+	// Clock tells the time; nil means the wall clock.
+	Clock Clock
 }
 
 // Setup registers the EtcdBackupSchedule controller with the manager.
 func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager registers r with the manager; it watches the EtcdBackups it owns.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdBackupSchedule{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Owns(&etcdv1beta2.EtcdBackup{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the EtcdBackupSchedule controller: %w", err)
@@ -41,15 +65,66 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return nil
 }
 
-// Reconcile observes one EtcdBackupSchedule. Not yet implemented beyond observing: see the open issues.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &etcdv1beta2.EtcdBackupSchedule{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+// Reconcile runs one pass of a schedule:
+//  1. Get the schedule; gone -> done (its EtcdBackups go with it through owner references).
+//  2. Observe its EtcdBackups: active ones, the newest success; apply the history limits and,
+//     after a new success, retention of the objects in the bucket.
+//  3. Parse schedule and time zone; invalid -> Ready=False with the reason, Warning event, no
+//     requeue (an edit triggers the next pass).
+//  4. Suspended -> Ready=False Suspended, no runs.
+//  5. Plan at the clock's now from lastScheduleTime: create the due run's EtcdBackup (one
+//     deterministic name per run, so retries never duplicate) subject to concurrencyPolicy.
+//  6. One deferred status patch; RequeueAfter until the next run (or until the newest backup
+//     turns stale, if sooner).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	s := &etcdv1beta2.EtcdBackupSchedule{}
+	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdBackupSchedule %s: %w", req.NamespacedName, err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Observed EtcdBackupSchedule", "generation", obj.Generation)
-	return ctrl.Result{}, nil
+	base := s.DeepCopy()
+	defer func() {
+		if err := r.Status().Patch(ctx, s, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			reterr = errors.Join(reterr, fmt.Errorf("patching status of EtcdBackupSchedule %s: %w", req.NamespacedName, err))
+		}
+	}()
+	now := r.now()
+
+	children, err := r.observeChildren(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applyHistoryLimits(ctx, s, children); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.applyRetention(ctx, s, base.Status.LastSuccessfulBackup, now)
+
+	sched, ok := r.parse(s)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	if s.Spec.Suspend != nil && *s.Spec.Suspend {
+		r.setReady(s, false, etcdv1beta2.ReasonScheduleSuspended, "spec.suspend is true: no backups are started")
+		s.Status.NextScheduleTime = nil
+		r.setFreshness(s, sched, now)
+		return ctrl.Result{}, nil
+	}
+	result, err := r.runIfDue(ctx, s, sched, children, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if left := r.setFreshness(s, sched, now); left > 0 && left < result.RequeueAfter {
+		result.RequeueAfter = left + time.Second // observe the moment it turns stale
+	}
+	s.Status.ObservedGeneration = s.Generation
+	return result, nil
 }

@@ -1,0 +1,48 @@
+package etcdbackupschedule
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/retention"
+)
+
+// applyRetention deletes old backup objects under the template's path after a new successful
+// backup (one that prevSuccess, the status before this pass, did not know yet). The newest
+// successful backup is protected; only keys this project wrote under the prefix are touched.
+// Failures are reported as a Warning event and retried after the next success.
+func (r *Reconciler) applyRetention(ctx context.Context, s *etcdv1beta2.EtcdBackupSchedule, prevSuccess string, now time.Time) {
+	ret := s.Spec.Retention
+	if ret == nil || s.Status.LastSuccessfulBackup == "" || s.Status.LastSuccessfulBackup == prevSuccess {
+		return
+	}
+	policy := retention.Policy{}
+	if ret.MaxBackups != nil {
+		policy.MaxBackups = int(*ret.MaxBackups)
+	}
+	if ret.MaxAge != nil {
+		policy.MaxAge = ret.MaxAge.Duration
+	}
+	store, err := etcdbackup.OpenStore(ctx, r.Client, s.Namespace, &s.Spec.BackupTemplate.Spec)
+	if err != nil {
+		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Opening the backup store: %v", err)
+		return
+	}
+	defer store.Close()
+	var protect string
+	if _, bucket, key, ok := etcdbackup.ParseLocation(s.Status.LastSuccessfulLocation); ok && bucket == store.Bucket {
+		protect = key
+	}
+	deleted, err := retention.Apply(ctx, store, store.Key, policy, now, protect)
+	if len(deleted) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(deleted), "prefix", store.Key)
+		r.Recorder.Eventf(s, "Normal", "RetentionApplied", "Deleted %d old backups under %s", len(deleted), store.Location(store.Key))
+	}
+	if err != nil {
+		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Deleting old backups: %v", err)
+	}
+}

@@ -1,0 +1,171 @@
+package etcdbackupschedule
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
+	"github.com/etcd-operator/etcd-operator/internal/manager"
+	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+var (
+	k8s   client.Client
+	clock = &fakeClock{}
+)
+
+// fakeClock is the schedule controller's clock in these tests; they move it, never sleep.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// TestMain starts envtest and a manager with the real EtcdBackup controller and the schedule
+// controller on the fake clock.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	env, err := testutil.StartEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Stop()
+	k8s = env.Client
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: manager.NewScheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := options.New("backup-operator")
+	opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
+	rec := mgr.GetEventRecorderFor(opts.Binary)
+	br := &etcdbackup.Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, RetryBackoff: time.Second, Now: clock.Now}
+	sr := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, Clock: clock}
+	clock.Set(time.Now())
+	if err := br.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := sr.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	return m.Run()
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "schedule-"}}
+	if err := k8s.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// createSchedule creates s and deletes it when the test ends (envtest has no namespace
+// controller, so namespaces never go away).
+func createSchedule(t *testing.T, s *etcdv1beta2.EtcdBackupSchedule) {
+	t.Helper()
+	if err := k8s.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), s) })
+}
+
+func getSchedule(t *testing.T, ns, name string) *etcdv1beta2.EtcdBackupSchedule {
+	t.Helper()
+	s := &etcdv1beta2.EtcdBackupSchedule{}
+	if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// poke triggers a pass of the schedule controller after the test moved the clock.
+func poke(t *testing.T, ns, name string) {
+	t.Helper()
+	s := getSchedule(t, ns, name)
+	patch := client.MergeFrom(s.DeepCopy())
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations["test/poke"] = fmt.Sprint(time.Now().UnixNano())
+	if err := k8s.Patch(t.Context(), s, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// advance moves the clock to t (never backwards) and pokes the schedule.
+func advance(t *testing.T, ns, name string, to time.Time) {
+	t.Helper()
+	if to.After(clock.Now()) {
+		clock.Set(to)
+	}
+	poke(t, ns, name)
+}
+
+func backups(t *testing.T, ns string) []etcdv1beta2.EtcdBackup {
+	t.Helper()
+	l := &etcdv1beta2.EtcdBackupList{}
+	if err := k8s.List(t.Context(), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
