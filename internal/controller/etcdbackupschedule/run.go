@@ -84,7 +84,9 @@ func (r *Reconciler) runIfDue(ctx context.Context, s *etcdv1beta2.EtcdBackupSche
 	case etcdv1beta2.ReplaceConcurrent:
 		for i := range children {
 			b := &children[i]
-			if b.IsFinished() {
+			// Never the due run's own backup: a pass that reads a stale status plans the same
+			// run again and must not replace what the previous pass started.
+			if b.IsFinished() || b.Name == BackupName(s.Name, plan.Run) {
 				continue
 			}
 			if err := r.Delete(ctx, b, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
@@ -92,7 +94,7 @@ func (r *Reconciler) runIfDue(ctx context.Context, s *etcdv1beta2.EtcdBackupSche
 			}
 			r.Recorder.Eventf(s, "Normal", "BackupReplaced", "Deleted running backup %s for the run at %s", b.Name, plan.Run.UTC().Format(time.RFC3339))
 		}
-		s.Status.Active = nil
+		s.Status.Active = slices.DeleteFunc(s.Status.Active, func(n string) bool { return n != BackupName(s.Name, plan.Run) })
 	default: // Forbid
 		if len(s.Status.Active) > 0 {
 			// The Owns watch brings us back when the running backup finishes; the run then

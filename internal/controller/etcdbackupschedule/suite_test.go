@@ -74,7 +74,7 @@ func run(m *testing.M) int {
 	opts := options.New("backup-operator")
 	opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
 	rec := mgr.GetEventRecorderFor(opts.Binary)
-	br := &etcdbackup.Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, RetryBackoff: time.Second, Now: clock.Now}
+	br := &etcdbackup.Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, RetryBackoff: time.Minute, Now: clock.Now}
 	sr := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, Clock: clock}
 	clock.Set(time.Now())
 	if err := br.SetupWithManager(mgr); err != nil {
