@@ -167,3 +167,20 @@ func TestTakeUnreachable(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoHealthyMember", err)
 	}
 }
+
+// TestTakeTimeout: a backup that outlives its timeout fails with ErrTimeout and stores nothing.
+func TestTakeTimeout(t *testing.T) {
+	e := snapshottest.StartEtcd(t, "")
+	snapshottest.Put(t, e.Client(t), "/big/", 300, 40<<10) // ~12 MB
+	cfg := config(e.Endpoint)
+	cfg.Timeout = 50 * time.Millisecond
+	mem := memory.New()
+	slow := &killingBackend{Backend: mem, after: 1 << 20, kill: func() { time.Sleep(200 * time.Millisecond) }}
+	_, err := snapshot.Take(t.Context(), cfg, slow)
+	if !errors.Is(err, snapshot.ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	if infos, _ := mem.List(t.Context(), ""); len(infos) != 0 {
+		t.Fatalf("objects after a timeout: %v", infos)
+	}
+}

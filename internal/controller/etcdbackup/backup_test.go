@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -82,6 +83,9 @@ func TestOneShotBackup(t *testing.T) {
 				!meta.IsStatusConditionTrue(st.Conditions, etcdv1beta2.BackupConditionComplete) ||
 				!meta.IsStatusConditionFalse(st.Conditions, etcdv1beta2.BackupConditionFailed) {
 				t.Fatalf("status incomplete: %+v", st)
+			}
+			if v := gauge(t, "etcd_backup_last_success_timestamp_seconds", b.Namespace); v != float64(st.LastSuccessDate.Unix()) {
+				t.Fatalf("last success metric %v, want %d", v, st.LastSuccessDate.Unix())
 			}
 			// A finished one-shot backup is a record: it is not redone.
 			time.Sleep(2 * time.Second) //nolint:forbidigo // proving the absence of a second run
@@ -212,4 +216,27 @@ func TestPeriodicBackup(t *testing.T) {
 		t.Fatalf("kept %+v, status location %s", kept, b.Status.Location)
 	}
 	t.Logf("revisions seen: %v; kept %s and %s", revs, kept[0].Key, kept[1].Key)
+}
+
+// gauge returns the value of a metric of the controller-runtime registry for a namespace.
+func gauge(t *testing.T, name, ns string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "namespace" && l.GetValue() == ns {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("metric %s{namespace=%q} not found", name, ns)
+	return 0
 }

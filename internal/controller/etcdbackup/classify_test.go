@@ -1,0 +1,41 @@
+package etcdbackup
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+)
+
+type httpErr int
+
+func (e httpErr) Error() string       { return fmt.Sprintf("http %d", int(e)) }
+func (e httpErr) HTTPStatusCode() int { return int(e) }
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err       error
+		reason    string
+		transient bool
+	}{
+		{fmt.Errorf("x: %w", snapshot.ErrNoHealthyMember), etcdv1beta2.ReasonEtcdUnreachable, true},
+		{fmt.Errorf("%w: %w", snapshot.ErrTimeout, snapshot.ErrStream), etcdv1beta2.ReasonTimeout, true},
+		{fmt.Errorf("put: %w", snapshot.ErrChecksumMismatch), etcdv1beta2.ReasonVerificationFailed, true},
+		{fmt.Errorf("put: %w", snapshot.ErrTruncated), etcdv1beta2.ReasonVerificationFailed, true},
+		{fmt.Errorf("put: %w", snapshot.ErrStream), etcdv1beta2.ReasonSnapshotFailed, true},
+		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(403)), etcdv1beta2.ReasonInvalidCredentials, false},
+		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(503)), etcdv1beta2.ReasonStorageUnreachable, true},
+		{terminal(etcdv1beta2.ReasonSecretNotFound, errors.New("gone")), etcdv1beta2.ReasonSecretNotFound, false},
+	}
+	for _, tc := range cases {
+		re := classify(tc.err)
+		if re == nil || re.reason != tc.reason || re.transient != tc.transient {
+			t.Errorf("classify(%v) = %+v, want %s transient=%t", tc.err, re, tc.reason, tc.transient)
+		}
+	}
+	if re := classify(errors.New("apiserver hiccup")); re != nil {
+		t.Errorf("an API error must be returned for backoff, got %+v", re)
+	}
+}
