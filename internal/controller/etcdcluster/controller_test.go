@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -142,11 +143,20 @@ func TestGrowsAndShrinksOneAtATime(t *testing.T) {
 	if c.Status.Phase != etcdv1beta2.ClusterPhaseRunning || c.Status.Size != 3 || c.Status.ClusterID == "" || c.Status.CurrentVersion != "3.6.16" {
 		t.Errorf("status = %+v", c.Status)
 	}
+	if n := promtest.ToFloat64(membershipChanges.WithLabelValues(ns, "c", "AddMember")); n != 2 {
+		t.Errorf("AddMember changes counted: %v, want 2", n)
+	}
+	if n := promtest.ToFloat64(membersGauge.WithLabelValues(ns, "c", "ready")); n != 3 {
+		t.Errorf("ready members gauge: %v, want 3", n)
+	}
 	c.Spec.Size = 1
 	if err := k8s.Update(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 	waitConverged(t, ns, f, 1)
+	if n := promtest.ToFloat64(membershipChanges.WithLabelValues(ns, "c", "RemoveMember")); n != 2 {
+		t.Errorf("RemoveMember changes counted: %v, want 2", n)
+	}
 }
 
 func TestFailpointAfterMemberAddConverges(t *testing.T) {
