@@ -240,3 +240,21 @@ func gauge(t *testing.T, name, ns string) float64 {
 	t.Fatalf("metric %s{namespace=%q} not found", name, ns)
 	return 0
 }
+
+// TestOneShotBackupClientTLS backs up an etcd that requires client certificates, with
+// clientTLSSecret in the coreos format.
+func TestOneShotBackupClientTLS(t *testing.T) {
+	certs := snapshottest.NewCerts(t)
+	e := snapshottest.StartEtcdTLS(t, certs)
+	ns := namespace(t)
+	bucket := backuptest.NewS3Bucket(t)
+	createSecret(t, ns, "creds", bucket.Secret)
+	createSecret(t, ns, "etcd-client", certs.SecretData())
+	b := newBackup(ns, "tls", []string{e.Endpoint}, bucket, "etcd.backup", "creds")
+	b.Spec.ClientTLSSecret = "etcd-client"
+	create(t, b)
+	b = waitPhase(t, ns, "tls", etcdv1beta2.BackupPhaseCompleted, 60*time.Second)
+	if sum, _ := objectSHA256(t, b); sum != b.Status.SHA256 {
+		t.Fatalf("object sha256 %s, status %s", sum, b.Status.SHA256)
+	}
+}

@@ -48,6 +48,7 @@ type Etcd struct {
 	cmd      *exec.Cmd
 	done     chan error
 	stop     sync.Once
+	certs    *Certs
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -65,20 +66,39 @@ func FreePort(t testing.TB) int {
 // serves; the test's cleanup stops it.
 func StartEtcd(t testing.TB, dataDir string) *Etcd {
 	t.Helper()
+	return start(t, dataDir, nil)
+}
+
+// StartEtcdTLS starts etcd serving clients over https with client certificate auth.
+func StartEtcdTLS(t testing.TB, certs *Certs) *Etcd {
+	t.Helper()
+	return start(t, "", certs)
+}
+
+func start(t testing.TB, dataDir string, certs *Certs) *Etcd {
+	t.Helper()
 	bin := Bin(t, "etcd")
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
 	}
-	client := "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+	}
+	client := scheme + "://127.0.0.1:" + strconv.Itoa(FreePort(t))
 	peer := "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
-	cmd := exec.Command(bin,
+	args := []string{
 		"--name", "default",
 		"--data-dir", dataDir,
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "default="+peer,
+		"--initial-cluster", "default=" + peer,
 		"--log-level", "error",
-	)
+	}
+	if certs != nil {
+		args = append(args, certs.ServerArgs()...)
+	}
+	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "etcd.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +107,7 @@ func StartEtcd(t testing.TB, dataDir string) *Etcd {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting etcd: %v", err)
 	}
-	e := &Etcd{Endpoint: client, DataDir: dataDir, cmd: cmd, done: make(chan error, 1)}
+	e := &Etcd{Endpoint: client, DataDir: dataDir, cmd: cmd, done: make(chan error, 1), certs: certs}
 	go func() { e.done <- cmd.Wait(); logf.Close() }()
 	t.Cleanup(e.Stop)
 	cli := e.Client(t)
@@ -115,7 +135,15 @@ func StartEtcd(t testing.TB, dataDir string) *Etcd {
 // Client returns a client of the member, closed when the test ends.
 func (e *Etcd) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if e.certs != nil {
+		tlsCfg, err := tlsConfig(e.certs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TLS = tlsCfg
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
