@@ -122,8 +122,16 @@ func (e *etcdClient) MemberList(ctx context.Context) ([]Member, uint64, error) {
 		return nil, 0, fmt.Errorf("listing members: %w", err)
 	}
 	out := make([]Member, 0, len(resp.Members))
+	var voters []string
 	for _, m := range resp.Members {
 		out = append(out, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+		if !m.IsLearner && m.Name != "" {
+			voters = append(voters, m.ClientURLs...)
+		}
+	}
+	// Learners refuse membership calls: send the following calls to voting members only.
+	if len(voters) > 0 {
+		e.c.SetEndpoints(voters...)
 	}
 	return out, resp.Header.GetClusterId(), nil
 }
@@ -132,7 +140,7 @@ func (e *etcdClient) AddLearner(ctx context.Context, peerURL string) (Member, er
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	resp, err := e.c.MemberAddAsLearner(ctx, []string{peerURL})
-	if errors.Is(err, rpctypes.ErrUnhealthy) {
+	if retryable(err) {
 		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, ErrNotReadyForChange)
 	}
 	if err != nil {
@@ -146,7 +154,7 @@ func (e *etcdClient) Promote(ctx context.Context, id uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	if _, err := e.c.MemberPromote(ctx, id); err != nil {
-		if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) || errors.Is(err, rpctypes.ErrUnhealthy) {
+		if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) || retryable(err) {
 			return fmt.Errorf("promoting member %x: %w", id, ErrLearnerNotReady)
 		}
 		return fmt.Errorf("promoting member %x: %w", id, err)
@@ -158,7 +166,7 @@ func (e *etcdClient) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	_, err := e.c.MemberRemove(ctx, id)
-	if errors.Is(err, rpctypes.ErrUnhealthy) {
+	if retryable(err) {
 		return fmt.Errorf("removing member %x: %w", id, ErrNotReadyForChange)
 	}
 	if err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
@@ -181,3 +189,11 @@ func (e *etcdClient) Status(ctx context.Context, endpoint string) (EndpointStatu
 }
 
 func (e *etcdClient) Close() error { return e.c.Close() }
+
+// retryable reports whether etcd refused a membership call for now: its quorum protection
+// ("unhealthy cluster") or a learner that received the call.
+func retryable(err error) bool {
+	return errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, errNotSupportedForLearner)
+}
+
+var errNotSupportedForLearner = rpctypes.Error(rpctypes.ErrGRPCNotSupportedForLearner)
