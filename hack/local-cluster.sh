@@ -32,16 +32,36 @@ kubectl_admin() { "$KUBECTL" --kubeconfig "$LC_KUBECONFIG" "$@"; }
 # session are ignored and removed).
 
 pid_of() {
-  local f="$PID_DIR/$1.pid" pid exe
-  [ -f "$f" ] || return 1
-  pid="$(cat "$f")"
-  exe="$(cat "$PID_DIR/$1.exe" 2>/dev/null || true)"
-  if [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]; then
-    echo "$pid"
-    return 0
+  local f="$PID_DIR/$1.pid" pid exe p
+  if [ -f "$f" ]; then
+    pid="$(cat "$f")"
+    exe="$(cat "$PID_DIR/$1.exe" 2>/dev/null || true)"
+    if [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]; then
+      echo "$pid"
+      return 0
+    fi
+    rm -f "$f" "$PID_DIR/$1.exe"
   fi
-  rm -f "$f" "$PID_DIR/$1.exe"
+  # No valid PID file (e.g. $LC_DIR was removed under a running cluster): our process is the
+  # one running exactly this component's binary with our state directory in its arguments.
+  exe="$(readlink -f "$(bin_of "$1")" 2>/dev/null || true)"
+  for p in $(pgrep -f -- "$LC_DIR/" || true); do
+    if [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$exe" ]; then
+      mkdir -p "$PID_DIR" && echo "$p" >"$f" && echo "$exe" >"$PID_DIR/$1.exe"
+      echo "$p"
+      return 0
+    fi
+  done
   return 1
+}
+
+bin_of() {
+  case "$1" in
+    etcd) echo "$ETCD_BIN/etcd" ;;
+    containerd) command -v containerd || echo /usr/bin/containerd ;;
+    coredns) echo "$COREDNS_BIN_DIR/coredns" ;;
+    *) echo "$K8S_BIN_DIR/$1" ;;
+  esac
 }
 
 running() { pid_of "$1" >/dev/null; }
@@ -311,8 +331,23 @@ dns_answers() {
   [ "$(dig +short +time=1 +tries=1 "@$LC_BRIDGE_IP" "kubernetes.default.svc.$LC_CLUSTER_DOMAIN" A)" = "$LC_APISERVER_SERVICE_IP" ]
 }
 
+# The bridge, its addresses, the ports and $LC_VAR_DIR/$LC_RUN_DIR are machine-wide, but $LC_DIR
+# follows CACHE_DIR: the owner file names the $LC_DIR of the cluster on this machine, so that a
+# checkout with another CACHE_DIR neither starts a second cluster nor tears down the running one.
+OWNER_FILE=/run/etcd-operator-local.owner
+
+check_owner() {
+  local owner
+  owner="$(cat "$OWNER_FILE" 2>/dev/null || true)"
+  [ -z "$owner" ] || [ "$owner" = "$LC_DIR" ] && return 0
+  if pgrep -f -- "$owner/" >/dev/null; then
+    die "the local cluster of $owner runs on this machine; stop it first: LC_DIR=$owner $0 down"
+  fi
+}
+
 up() {
   [ "$(id -u)" = 0 ] || die "the local cluster needs root (network, mounts, containerd)"
+  check_owner
   lc_ensure_packages
   build
   local any=false c
@@ -322,6 +357,7 @@ up() {
     log "found leftovers of a previous run and nothing running: cleaning up first"
     down
   fi
+  echo "$LC_DIR" >"$OWNER_FILE"
   host_setup
   pki
   start_etcd
@@ -396,6 +432,7 @@ iptables_cleanup() {
 
 down() {
   [ "$(id -u)" = 0 ] || die "the local cluster needs root"
+  check_owner
   local c n pid
   for c in coredns kube-proxy kube-scheduler kube-controller-manager kubelet; do stop "$c"; done
   if running containerd; then
@@ -424,7 +461,7 @@ down() {
   if [ -f "$LC_DIR/saved-ip_forward" ]; then
     sysctl -qw "net.ipv4.ip_forward=$(cat "$LC_DIR/saved-ip_forward")"
   fi
-  rm -rf "$LC_VAR_DIR" "$LC_RUN_DIR" "$LC_DIR" /tmp/hostpath_pv
+  rm -rf "$LC_VAR_DIR" "$LC_RUN_DIR" "$LC_DIR" /tmp/hostpath_pv "$OWNER_FILE"
   log "local cluster is down"
 }
 
