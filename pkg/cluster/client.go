@@ -58,8 +58,8 @@ type EndpointStatus struct {
 // Client is the narrow view of an etcd cluster the operator needs. Every method bounds its
 // own call with the request timeout of the Config it was made from.
 type Client interface {
-	// MemberList lists the members, served by any member without a quorum round (serializable),
-	// so that a cluster that lost quorum can still be observed. It returns the cluster ID too.
+	// MemberList lists the members (linearizable; when that fails, serializable, so that a
+	// cluster that lost quorum can still be observed). It returns the cluster ID too.
 	MemberList(ctx context.Context) ([]Member, uint64, error)
 	// AddLearner adds a non-voting member with the given peer URL and returns it;
 	// ErrNotReadyForChange while etcd's quorum protection refuses the change.
@@ -115,11 +115,17 @@ func New(cfg Config) (Client, error) {
 }
 
 func (e *etcdClient) MemberList(ctx context.Context) ([]Member, uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	resp, err := e.c.MemberList(ctx, clientv3.WithSerializable())
+	// Linearizable first, so that a change made a moment ago is seen; a cluster without quorum
+	// cannot answer that, so fall back to the answering member's own (serializable) view.
+	lctx, lcancel := context.WithTimeout(ctx, e.timeout/3)
+	resp, err := e.c.MemberList(lctx)
+	lcancel()
 	if err != nil {
-		return nil, 0, fmt.Errorf("listing members: %w", err)
+		sctx, scancel := context.WithTimeout(ctx, e.timeout)
+		defer scancel()
+		if resp, err = e.c.MemberList(sctx, clientv3.WithSerializable()); err != nil {
+			return nil, 0, fmt.Errorf("listing members: %w", err)
+		}
 	}
 	out := make([]Member, 0, len(resp.Members))
 	var voters []string

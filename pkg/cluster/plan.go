@@ -18,6 +18,12 @@ type PodState struct {
 	Version string
 }
 
+// Healthy reports whether member id answered without errors.
+func (o Observed) Healthy(id uint64) bool {
+	s, ok := o.Status[id]
+	return ok && len(s.Errors) == 0
+}
+
 // Failed reports whether the pod is finished and will not run again.
 func (p PodState) Failed() bool { return p.Phase == "Failed" || p.Phase == "Succeeded" }
 
@@ -27,7 +33,8 @@ type Observed struct {
 	// Reachable is true when a member answered the member list.
 	Reachable bool
 	Members   []Member
-	// Status holds the answers of the members that answered, by member ID.
+	// Status holds the answers of the members that answered, by member ID. A member that
+	// answers with errors (no leader, an alarm) is up but not healthy.
 	Status map[uint64]EndpointStatus
 	// Pods are the member pods of the cluster, by name.
 	Pods map[string]PodState
@@ -128,13 +135,13 @@ func Next(d Desired, o Observed) Action {
 		}
 	}
 	for _, m := range o.Members {
-		if _, ok := o.Status[m.ID]; m.Started() && m.IsLearner && ok {
+		if m.Started() && m.IsLearner && o.Healthy(m.ID) {
 			return Action{Kind: ActionPromote, MemberID: m.ID, Pod: m.PodName(), Message: "promoting learner " + m.PodName()}
 		}
 	}
 	for _, m := range o.Members {
-		s, ok := o.Status[m.ID]
-		if !ok || m.IsLearner {
+		s := o.Status[m.ID]
+		if !o.Healthy(m.ID) || m.IsLearner {
 			return Action{Kind: ActionWait, Pod: m.PodName(), Message: "waiting for member " + m.PodName() + " to become healthy"}
 		}
 		if p := o.Pods[m.PodName()]; p.Version != "" && s.Version != "" && p.Version != s.Version {
@@ -184,7 +191,8 @@ func nextUnreachable(d Desired, o Observed) Action {
 	return Action{Kind: ActionCreateSeed, Pod: name, Message: "creating seed member " + name}
 }
 
-// quorum counts voting members, the healthy ones among them, and names the ones down.
+// quorum counts voting members, the ones among them that answer (leaderless or not), and
+// names the ones down.
 func quorum(o Observed) (voters, healthy int, down []string) {
 	for _, m := range o.Members {
 		if m.IsLearner {
@@ -206,9 +214,8 @@ func removalCandidate(o Observed) Member {
 	ms := append([]Member(nil), o.Members...)
 	leader := leaderID(o)
 	score := func(m Member) int {
-		_, ok := o.Status[m.ID]
 		switch {
-		case m.IsLearner || !ok:
+		case m.IsLearner || !o.Healthy(m.ID):
 			return 0
 		case m.ID != leader:
 			return 1

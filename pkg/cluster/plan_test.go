@@ -150,3 +150,24 @@ func TestPodName(t *testing.T) {
 		t.Fatalf("PodName = %q", got)
 	}
 }
+
+func TestNextLeaderlessSurvivorCountsAsUp(t *testing.T) {
+	// 3 members, one answers but has no leader: quorum lost, and the message names the two
+	// members that are down, not the survivor.
+	o := newWorld().member(0).member(1, "down").member(2, "down").o
+	s := o.Status[1]
+	s.Errors = []string{"etcdserver: no leader"}
+	o.Status[1] = s
+	got := Next(Desired{Name: "c", Size: 3}, o)
+	if got.Kind != ActionQuorumLost || got.Message[:10] != "2 of 3 vot" {
+		t.Fatalf("Next = %s %q", got.Kind, got.Message)
+	}
+	// Two answer, one of them leaderless for a moment (an election): not quorum lost, wait.
+	o = newWorld().member(0, "leader").member(1).member(2, "down").o
+	s = o.Status[2]
+	s.Errors = []string{"etcdserver: no leader"}
+	o.Status[2] = s
+	if got := Next(Desired{Name: "c", Size: 3}, o); got.Kind != ActionWait {
+		t.Fatalf("Next = %s %q, want Wait", got.Kind, got.Message)
+	}
+}

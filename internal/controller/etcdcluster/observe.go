@@ -98,7 +98,7 @@ func (r *Reconciler) probeMembers(ctx context.Context, cli cluster.Client, obs *
 		go func(m cluster.Member) {
 			defer wg.Done()
 			s, err := cli.Status(ctx, m.ClientURLs[0])
-			if err != nil || len(s.Errors) > 0 {
+			if err != nil {
 				return
 			}
 			mu.Lock()

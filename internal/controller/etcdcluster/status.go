@@ -30,8 +30,8 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	var ready, unready []string
 	lowest := ""
 	for _, m := range obs.Members {
-		s, ok := obs.Status[m.ID]
-		if ok && !m.IsLearner {
+		s := obs.Status[m.ID]
+		if obs.Healthy(m.ID) && !m.IsLearner {
 			ready = append(ready, m.PodName())
 			if lowest == "" || cluster.CompareVersions(s.Version, lowest) < 0 {
 				lowest = s.Version
@@ -64,7 +64,7 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 	for _, m := range obs.Members {
 		if !m.IsLearner {
 			voters++
-			if _, ok := obs.Status[m.ID]; ok {
+			if obs.Healthy(m.ID) {
 				healthy++
 			}
 		}
