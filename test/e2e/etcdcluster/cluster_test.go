@@ -4,12 +4,14 @@ package etcdcluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -93,17 +95,20 @@ func TestPVCAllPodsDeleted(t *testing.T) {
 	put(t, cli, "k", "v")
 	idBefore := getCluster(t, f, ns, "c").Status.ClusterID
 	var names []string
+	old := map[types.UID]bool{}
 	for _, p := range memberPods(t, f, ns, "c") {
 		names = append(names, p.Name)
+		old[p.UID] = true
 	}
 	deletePods(t, f, ns, names...)
-	framework.Eventually(t, 2*time.Minute, "all pods gone or replaced", func(ctx context.Context) (bool, error) {
-		for _, p := range memberPods(t, f, ns, "c") {
-			if p.DeletionTimestamp != nil {
-				return false, nil
+	framework.Eventually(t, 3*time.Minute, "every member pod recreated", func(ctx context.Context) (bool, error) {
+		pods := memberPods(t, f, ns, "c")
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil || old[p.UID] {
+				return false, fmt.Errorf("pod %s not replaced yet", p.Name)
 			}
 		}
-		return true, nil
+		return len(pods) == len(names), fmt.Errorf("%d pods", len(pods))
 	})
 	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
 	var after []string
