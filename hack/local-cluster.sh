@@ -314,7 +314,8 @@ start_kubelet() {
   render kubelet.yaml "$LC_DIR/kubelet.yaml"
   start kubelet "$K8S_BIN_DIR/kubelet" --config "$LC_DIR/kubelet.yaml" \
     --kubeconfig "$LC_DIR/kubelet.kubeconfig" --root-dir "$LC_VAR_DIR/kubelet" \
-    --hostname-override "$LC_NODE_NAME" --node-ip "$LC_BRIDGE_IP"
+    --hostname-override "$LC_NODE_NAME" --node-ip "$LC_BRIDGE_IP" \
+    --pod-infra-container-image "$LC_PAUSE_IMAGE"
 }
 
 start_kube_proxy() {
