@@ -238,6 +238,9 @@ host_setup() {
 forward_guard() {
   iptables -w -N "$FWD_CHAIN" 2>/dev/null || true
   iptables -w -F "$FWD_CHAIN"
+  # Pod -> Service -> pod is routed back into the bridge: accept it even where FORWARD's policy
+  # is DROP (e.g. a machine that also runs Docker).
+  iptables -w -A "$FWD_CHAIN" -i "$LC_BRIDGE" -o "$LC_BRIDGE" -j ACCEPT
   iptables -w -A "$FWD_CHAIN" -i "$LC_BRIDGE" ! -o "$LC_BRIDGE" -j DROP
   iptables -w -A "$FWD_CHAIN" ! -i "$LC_BRIDGE" -o "$LC_BRIDGE" -j DROP
   while iptables -w -D FORWARD -j "$FWD_CHAIN" 2>/dev/null; do :; done
