@@ -122,6 +122,10 @@ main() {
     lc_ensure_packages
     lc_ctr version >/dev/null 2>&1 || die_no_containerd
   fi
+  # Concurrent runs would write the same archives and binaries: one at a time.
+  mkdir -p "$IMAGES_DIR"
+  exec 9>"$IMAGES_DIR/.lock"
+  flock -w 900 9 || { log "ERROR: another hack/images.sh holds $IMAGES_DIR/.lock"; exit 1; }
   build_tools
   for w in "${what[@]}"; do
     case "$w" in

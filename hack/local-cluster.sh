@@ -74,7 +74,8 @@ start() {
   if running "$name"; then return 0; fi
   mkdir -p "$PID_DIR" "$LOG_DIR"
   log "starting $name"
-  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  # 9>&-: the daemon must not inherit (and so hold) the up/down lock.
+  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$PID_DIR/$name.pid"
   readlink -f "$bin" >"$PID_DIR/$name.exe"
   sleep 0.2
@@ -489,9 +490,15 @@ status() {
   return $rc
 }
 
+# One up or down at a time on this machine (two engineers, or two terminals).
+lock() {
+  exec 9>/run/etcd-operator-local.lock
+  flock -w 900 9 || die "another hack/local-cluster.sh up/down holds /run/etcd-operator-local.lock"
+}
+
 case "${1:-}" in
-  up) up ;;
-  down) down ;;
+  up) lock && up ;;
+  down) lock && down ;;
   status) status ;;
   *)
     echo "usage: $0 up|down|status" >&2
