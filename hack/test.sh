@@ -16,7 +16,7 @@ if [ "$mode" = all ]; then
   hack/objstores.sh up
   # shellcheck disable=SC1090,SC1091
   source "$CACHE_DIR/objstores/env"
-  export ETCD_SUITE_REQUIRE_OBJSTORES=1
+  export OBJSTORES_REQUIRED=1
 fi
 
 log "go test ./... ($mode)"

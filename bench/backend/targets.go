@@ -44,14 +44,14 @@ func env(name string) (string, error) {
 }
 
 func newS3Target(ctx context.Context, bucket string) (*target, error) {
-	endpoint, err := env("ETCD_SUITE_S3_ENDPOINT")
+	endpoint, err := env("OBJSTORE_S3_ENDPOINT")
 	if err != nil {
 		return nil, err
 	}
 	cfg := s3.Config{
-		Bucket: bucket, Region: os.Getenv("ETCD_SUITE_S3_REGION"), Endpoint: endpoint, ForcePathStyle: true,
+		Bucket: bucket, Region: os.Getenv("OBJSTORE_S3_REGION"), Endpoint: endpoint, ForcePathStyle: true,
 		Credentials: &s3.Credentials{
-			AccessKeyID: os.Getenv("ETCD_SUITE_S3_ACCESS_KEY"), SecretAccessKey: os.Getenv("ETCD_SUITE_S3_SECRET_KEY"),
+			AccessKeyID: os.Getenv("OBJSTORE_S3_ACCESS_KEY"), SecretAccessKey: os.Getenv("OBJSTORE_S3_SECRET_KEY"),
 		},
 	}
 	ours, err := s3.New(ctx, cfg)
@@ -84,7 +84,7 @@ func newS3Target(ctx context.Context, bucket string) (*target, error) {
 }
 
 func newGCSTarget(ctx context.Context, bucket string, chunk int) (*target, error) {
-	endpoint, err := env("ETCD_SUITE_GCS_ENDPOINT")
+	endpoint, err := env("OBJSTORE_GCS_ENDPOINT")
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +116,13 @@ func newGCSTarget(ctx context.Context, bucket string, chunk int) (*target, error
 }
 
 func newABSTarget(ctx context.Context, name string) (*target, error) {
-	endpoint, err := env("ETCD_SUITE_ABS_ENDPOINT")
+	endpoint, err := env("OBJSTORE_ABS_ENDPOINT")
 	if err != nil {
 		return nil, err
 	}
 	cfg := abs.Config{
-		Container: name, Account: os.Getenv("ETCD_SUITE_ABS_ACCOUNT"),
-		Key: abs.SharedKey(os.Getenv("ETCD_SUITE_ABS_KEY")), Endpoint: endpoint,
+		Container: name, Account: os.Getenv("OBJSTORE_ABS_ACCOUNT"),
+		Key: abs.SharedKey(os.Getenv("OBJSTORE_ABS_KEY")), Endpoint: endpoint,
 	}
 	ours, err := abs.New(ctx, cfg)
 	if err != nil {

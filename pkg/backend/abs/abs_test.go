@@ -11,13 +11,13 @@ import (
 // started, on a fresh container, with small blocks and list pages so block staging and
 // pagination are exercised.
 func TestAcceptanceAzurite(t *testing.T) {
-	env := backendtest.Env(t, "ETCD_SUITE_ABS_ENDPOINT", "ETCD_SUITE_ABS_ACCOUNT", "ETCD_SUITE_ABS_KEY")
+	env := backendtest.Env(t, "OBJSTORE_ABS_ENDPOINT", "OBJSTORE_ABS_ACCOUNT", "OBJSTORE_ABS_KEY")
 	ctx := t.Context()
 	b, err := New(ctx, Config{
 		Container:    backendtest.UniqueName("acceptance-"),
-		Account:      env["ETCD_SUITE_ABS_ACCOUNT"],
-		Key:          SharedKey(env["ETCD_SUITE_ABS_KEY"]),
-		Endpoint:     env["ETCD_SUITE_ABS_ENDPOINT"],
+		Account:      env["OBJSTORE_ABS_ACCOUNT"],
+		Key:          SharedKey(env["OBJSTORE_ABS_KEY"]),
+		Endpoint:     env["OBJSTORE_ABS_ENDPOINT"],
 		BlockSize:    4 << 20,
 		Concurrency:  3,
 		ListPageSize: 100,

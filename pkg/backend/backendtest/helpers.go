@@ -20,7 +20,7 @@ import (
 
 // RequireEnv is the variable that turns a missing object-store environment into a test failure
 // instead of a skip; `make test` sets it after starting the servers so CI cannot skip silently.
-const RequireEnv = "ETCD_SUITE_REQUIRE_OBJSTORES"
+const RequireEnv = "OBJSTORES_REQUIRED"
 
 // Env returns the values of the named environment variables (written by `hack/objstores.sh up`
 // into .cache/objstores/env). If any is unset the test is skipped, or fails when RequireEnv is 1.

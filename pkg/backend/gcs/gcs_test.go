@@ -11,11 +11,11 @@ import (
 // hack/objstores.sh started, on a fresh bucket, with small chunks and list pages so resumable
 // uploads and pagination are exercised.
 func TestAcceptanceFakeGCS(t *testing.T) {
-	env := backendtest.Env(t, "ETCD_SUITE_GCS_ENDPOINT")
+	env := backendtest.Env(t, "OBJSTORE_GCS_ENDPOINT")
 	ctx := t.Context()
 	b, err := New(ctx, Config{
 		Bucket:       backendtest.UniqueName("acceptance-"),
-		Endpoint:     env["ETCD_SUITE_GCS_ENDPOINT"],
+		Endpoint:     env["OBJSTORE_GCS_ENDPOINT"],
 		Anonymous:    true,
 		ChunkSize:    4 << 20,
 		ListPageSize: 100,

@@ -18,17 +18,17 @@ import (
 // the bucket when the test ends.
 func newMinIOBackend(t *testing.T) *Backend {
 	t.Helper()
-	env := backendtest.Env(t, "ETCD_SUITE_S3_ENDPOINT", "ETCD_SUITE_S3_ACCESS_KEY",
-		"ETCD_SUITE_S3_SECRET_KEY", "ETCD_SUITE_S3_REGION")
+	env := backendtest.Env(t, "OBJSTORE_S3_ENDPOINT", "OBJSTORE_S3_ACCESS_KEY",
+		"OBJSTORE_S3_SECRET_KEY", "OBJSTORE_S3_REGION")
 	ctx := t.Context()
 	b, err := New(ctx, Config{
 		Bucket:         backendtest.UniqueName("acceptance-"),
-		Region:         env["ETCD_SUITE_S3_REGION"],
-		Endpoint:       env["ETCD_SUITE_S3_ENDPOINT"],
+		Region:         env["OBJSTORE_S3_REGION"],
+		Endpoint:       env["OBJSTORE_S3_ENDPOINT"],
 		ForcePathStyle: true,
 		Credentials: &Credentials{
-			AccessKeyID:     env["ETCD_SUITE_S3_ACCESS_KEY"],
-			SecretAccessKey: env["ETCD_SUITE_S3_SECRET_KEY"],
+			AccessKeyID:     env["OBJSTORE_S3_ACCESS_KEY"],
+			SecretAccessKey: env["OBJSTORE_S3_SECRET_KEY"],
 		},
 		PartSize:     5 << 20,
 		Concurrency:  3,

@@ -31,13 +31,13 @@ type Bucket struct {
 // NewS3Bucket creates a bucket in MinIO; the Secret is an awsSecret (credentials and config).
 func NewS3Bucket(t testing.TB) *Bucket {
 	t.Helper()
-	env := backendtest.Env(t, "ETCD_SUITE_S3_ENDPOINT", "ETCD_SUITE_S3_ACCESS_KEY", "ETCD_SUITE_S3_SECRET_KEY", "ETCD_SUITE_S3_REGION")
+	env := backendtest.Env(t, "OBJSTORE_S3_ENDPOINT", "OBJSTORE_S3_ACCESS_KEY", "OBJSTORE_S3_SECRET_KEY", "OBJSTORE_S3_REGION")
 	name := backendtest.UniqueName("backup-")
 	c := s3.New(s3.Options{
-		Region:       env["ETCD_SUITE_S3_REGION"],
-		BaseEndpoint: aws.String(env["ETCD_SUITE_S3_ENDPOINT"]),
+		Region:       env["OBJSTORE_S3_REGION"],
+		BaseEndpoint: aws.String(env["OBJSTORE_S3_ENDPOINT"]),
 		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(env["ETCD_SUITE_S3_ACCESS_KEY"], env["ETCD_SUITE_S3_SECRET_KEY"], ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(env["OBJSTORE_S3_ACCESS_KEY"], env["OBJSTORE_S3_SECRET_KEY"], ""),
 	})
 	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		t.Fatalf("creating bucket %s: %v", name, err)
@@ -47,12 +47,12 @@ func NewS3Bucket(t testing.TB) *Bucket {
 		Name: name,
 		Secret: map[string][]byte{
 			"credentials": fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n",
-				env["ETCD_SUITE_S3_ACCESS_KEY"], env["ETCD_SUITE_S3_SECRET_KEY"]),
-			"config": fmt.Appendf(nil, "[default]\nregion = %s\n", env["ETCD_SUITE_S3_REGION"]),
+				env["OBJSTORE_S3_ACCESS_KEY"], env["OBJSTORE_S3_SECRET_KEY"]),
+			"config": fmt.Appendf(nil, "[default]\nregion = %s\n", env["OBJSTORE_S3_REGION"]),
 		},
 		Source: func(key, secret string) etcdv1beta2.BackupSource {
 			return etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{
-				Path: name + "/" + key, AWSSecret: secret, Endpoint: env["ETCD_SUITE_S3_ENDPOINT"], ForcePathStyle: true,
+				Path: name + "/" + key, AWSSecret: secret, Endpoint: env["OBJSTORE_S3_ENDPOINT"], ForcePathStyle: true,
 			}}
 		},
 	}
@@ -62,10 +62,10 @@ func NewS3Bucket(t testing.TB) *Bucket {
 // access-token (the emulator accepts any).
 func NewGCSBucket(t testing.TB) *Bucket {
 	t.Helper()
-	env := backendtest.Env(t, "ETCD_SUITE_GCS_ENDPOINT")
+	env := backendtest.Env(t, "OBJSTORE_GCS_ENDPOINT")
 	name := backendtest.UniqueName("backup-")
 	ctx := context.Background()
-	c, err := storage.NewClient(ctx, option.WithEndpoint(env["ETCD_SUITE_GCS_ENDPOINT"]), option.WithoutAuthentication())
+	c, err := storage.NewClient(ctx, option.WithEndpoint(env["OBJSTORE_GCS_ENDPOINT"]), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func NewGCSBucket(t testing.TB) *Bucket {
 		Secret: map[string][]byte{"access-token": []byte("fake-token")},
 		Source: func(key, secret string) etcdv1beta2.BackupSource {
 			return etcdv1beta2.BackupSource{GCS: &etcdv1beta2.GCSSource{
-				Path: name + "/" + key, GCPSecret: secret, Endpoint: env["ETCD_SUITE_GCS_ENDPOINT"],
+				Path: name + "/" + key, GCPSecret: secret, Endpoint: env["OBJSTORE_GCS_ENDPOINT"],
 			}}
 		},
 	}
@@ -88,13 +88,13 @@ func NewGCSBucket(t testing.TB) *Bucket {
 // NewABSContainer creates a container in Azurite; the Secret is an absSecret.
 func NewABSContainer(t testing.TB) *Bucket {
 	t.Helper()
-	env := backendtest.Env(t, "ETCD_SUITE_ABS_ENDPOINT", "ETCD_SUITE_ABS_ACCOUNT", "ETCD_SUITE_ABS_KEY")
+	env := backendtest.Env(t, "OBJSTORE_ABS_ENDPOINT", "OBJSTORE_ABS_ACCOUNT", "OBJSTORE_ABS_KEY")
 	name := backendtest.UniqueName("backup-")
-	cred, err := azblob.NewSharedKeyCredential(env["ETCD_SUITE_ABS_ACCOUNT"], env["ETCD_SUITE_ABS_KEY"])
+	cred, err := azblob.NewSharedKeyCredential(env["OBJSTORE_ABS_ACCOUNT"], env["OBJSTORE_ABS_KEY"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := azblob.NewClientWithSharedKeyCredential(env["ETCD_SUITE_ABS_ENDPOINT"], cred, nil)
+	c, err := azblob.NewClientWithSharedKeyCredential(env["OBJSTORE_ABS_ENDPOINT"], cred, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +105,12 @@ func NewABSContainer(t testing.TB) *Bucket {
 		Type: etcdv1beta2.BackupStorageTypeABS,
 		Name: name,
 		Secret: map[string][]byte{
-			"storage-account": []byte(env["ETCD_SUITE_ABS_ACCOUNT"]),
-			"storage-key":     []byte(env["ETCD_SUITE_ABS_KEY"]),
+			"storage-account": []byte(env["OBJSTORE_ABS_ACCOUNT"]),
+			"storage-key":     []byte(env["OBJSTORE_ABS_KEY"]),
 		},
 		Source: func(key, secret string) etcdv1beta2.BackupSource {
 			return etcdv1beta2.BackupSource{ABS: &etcdv1beta2.ABSSource{
-				Path: name + "/" + key, ABSSecret: secret, Endpoint: env["ETCD_SUITE_ABS_ENDPOINT"],
+				Path: name + "/" + key, ABSSecret: secret, Endpoint: env["OBJSTORE_ABS_ENDPOINT"],
 			}}
 		},
 	}
