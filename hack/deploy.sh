@@ -19,7 +19,8 @@ DEPLOYMENTS=(etcd-operator backup-operator restore-operator)
 CRDS=(etcdclusters etcdbackups etcdrestores etcdbackupschedules)
 GROUP=etcd.database.coreos.com
 DEPLOY_TIMEOUT="${DEPLOY_TIMEOUT:-180}"
-export KUBECONFIG="$(lc_kubeconfig)"
+KUBECONFIG="$(lc_kubeconfig)"
+export KUBECONFIG
 
 k() { "$KUBECTL" "$@"; }
 

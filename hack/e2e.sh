@@ -34,7 +34,7 @@ export E2E_KUBECTL="${E2E_KUBECTL:-$KUBECTL}"
 timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply
 
 rc=0
-cd "$ROOT_DIR"
+cd "$ROOT_DIR" || exit 1
 timed "e2e tests" go test -tags e2e ./test/e2e/... -v -count=1 -timeout "$E2E_TIMEOUT" "$@" || rc=$?
 if [ "${E2E_DOWN:-}" = 1 ] && [ -z "$external_cluster" ]; then
   "$ROOT_DIR/hack/local-cluster.sh" down

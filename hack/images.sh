@@ -44,7 +44,7 @@ normalize() {
 image() {
   local name="$1"
   shift
-  local key f tags=() args=("$@") i
+  local key tags=() args=("$@") i
   # The key covers the builder itself, every argument, and the content of every input file.
   key="$({
     sha256sum "$BUILDER" | cut -d' ' -f1

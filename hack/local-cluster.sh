@@ -83,11 +83,11 @@ start() {
 }
 
 stop() {
-  local name="$1" pid i
+  local name="$1" pid
   pid="$(pid_of "$name")" || return 0
   log "stopping $name (pid $pid)"
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+  for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
   [ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null || true
   rm -f "$PID_DIR/$name.pid" "$PID_DIR/$name.exe"
 }
@@ -393,8 +393,8 @@ EOF
 # kill_pod_processes kills every process left in the kubepods cgroups (containers outlive a
 # killed containerd and its shims) and removes those cgroups.
 kill_pod_processes() {
-  local root=/sys/fs/cgroup i pids
-  for i in 1 2 3 4 5; do
+  local root=/sys/fs/cgroup pids
+  for _ in 1 2 3 4 5; do
     pids="$(cat "$root"/*/kubepods/cgroup.procs "$root"/*/kubepods/*/cgroup.procs \
       "$root"/*/kubepods/*/*/cgroup.procs "$root"/*/kubepods/*/*/*/cgroup.procs 2>/dev/null | sort -u || true)"
     [ -z "$pids" ] && break

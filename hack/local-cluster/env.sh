@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034 # the variables are used by the scripts that source this file
 # Settings of the local cluster shared by hack/local-cluster.sh, images.sh, deploy.sh and e2e.sh.
 # Source it after hack/lib.sh. Everything can be overridden from the environment.
 
