@@ -245,3 +245,35 @@ func TestAdoptsRestoreSeed(t *testing.T) {
 		t.Fatalf("seed pod not adopted: owner %v", ref)
 	}
 }
+
+// TestUnsupportedUpgradeChangesNothing: the restore operator's seed runs 3.6 while the spec
+// asks for 3.5 (a downgrade admission cannot see): Upgrading=False UnsupportedUpgrade, and the
+// members the operator adds keep running the seed's 3.6.
+func TestUnsupportedUpgradeChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "downgrade")
+	c := newCluster(ns, "c", 2)
+	c.Spec.Version = "3.5.35"
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: "r", SeedMember: "c-seed"}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c = getCluster(t, ns, "c")
+	if err := k8s.Create(ctx, newMemberPod(c, "c-seed", "3.6.16", "new", "c-seed="+PeerURL(c, "c-seed"))); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, ns, fakeFor(clusterConfig(ns)), 2)
+	c = getCluster(t, ns, "c")
+	if condition(c, "Upgrading") != "False/UnsupportedUpgrade" {
+		t.Errorf("Upgrading = %s, want False/UnsupportedUpgrade", condition(c, "Upgrading"))
+	}
+	pods := &corev1.PodList{}
+	if err := k8s.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if img := p.Spec.Containers[0].Image; img != "quay.io/coreos/etcd:v3.6.16" {
+			t.Errorf("pod %s runs %s, want the running 3.6.16", p.Name, img)
+		}
+	}
+}
