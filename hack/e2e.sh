@@ -15,11 +15,12 @@ source "$ROOT_DIR/hack/local-cluster/env.sh"
 E2E_TIMEOUT="${E2E_TIMEOUT:-60m}"
 external_cluster="${KUBECONFIG:+yes}"
 
-timed() { # timed STEP COMMAND...: run and log the wall time
-  local step="$1" start=$SECONDS
+timed() { # timed STEP COMMAND...: run, log the wall time, return the command's exit code
+  local step="$1" start=$SECONDS rc=0
   shift
-  "$@"
+  "$@" || rc=$?
   log "$step took $((SECONDS - start))s"
+  return "$rc"
 }
 
 if [ -z "$external_cluster" ]; then

@@ -310,7 +310,8 @@ start_scheduler() {
     --kubeconfig "$LC_DIR/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig "$LC_DIR/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig "$LC_DIR/kube-scheduler.kubeconfig" \
-    --bind-address 127.0.0.1 --leader-elect=false
+    --bind-address 127.0.0.1 --leader-elect=false \
+    --pod-max-in-unschedulable-pods-duration=20s
 }
 
 start_kubelet() {
