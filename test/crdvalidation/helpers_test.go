@@ -1,29 +1,19 @@
 package crdvalidation
 
 import (
-	"context"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
-var nsCounter atomic.Int64
-
 // newNamespace creates a namespace for one test and deletes it afterwards.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("crdv-%d", nsCounter.Add(1))}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) })
-	return ns.Name
+	return testutil.Namespace(t, env.Client, "crdv")
 }
 
 // parse decodes a YAML manifest exactly as a user would send it (no typed round trip that

@@ -72,12 +72,7 @@ func run(m *testing.M) int {
 // namespace creates a namespace for one test.
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "backup-"}}
-	if err := k8s.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
-	return ns.Name
+	return testutil.Namespace(t, k8s, "backup")
 }
 
 func createSecret(t *testing.T, ns, name string, data map[string][]byte) {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,11 +95,7 @@ func run(m *testing.M) int {
 
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "schedule-"}}
-	if err := k8s.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return testutil.Namespace(t, k8s, "schedule")
 }
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {

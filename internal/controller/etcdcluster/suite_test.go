@@ -110,11 +110,7 @@ func fakeKubelet(ctx context.Context) {
 
 func namespace(t *testing.T, base string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: base + "-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return testutil.Namespace(t, k8s, base)
 }
 
 func newCluster(ns, name string, size int32) *etcdv1beta2.EtcdCluster {
