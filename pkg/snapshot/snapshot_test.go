@@ -2,8 +2,6 @@ package snapshot_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"os/exec"
@@ -32,17 +30,7 @@ func config(endpoints ...string) *snapshot.Config {
 
 func sha(t *testing.T, b backend.Backend, key string) (string, int64) {
 	t.Helper()
-	rc, err := b.Get(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), n
+	return snapshottest.ObjectSHA256(t, b, key)
 }
 
 // TestTakeRestores backs up a real etcd into the memory and local backends, checks the stored

@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
@@ -48,7 +47,7 @@ func TestSmokeEtcdPodByHeadlessServiceDNS(t *testing.T) {
 	endpoint := fmt.Sprintf("http://%s:%d", framework.PodDNSName(podName, svcName, ns), port)
 
 	f.Create(t, framework.HeadlessService(ns, svcName, labels, port))
-	f.Create(t, etcdPod(ns, podName, svcName, labels, endpoint))
+	f.Create(t, framework.SingleEtcdPod(ns, podName, svcName, labels, endpoint))
 	f.WaitForPodReady(t, ns, podName, 2*time.Minute)
 
 	// From another pod: the name resolves through the cluster DNS the kubelet gives pods.
@@ -82,33 +81,6 @@ func TestSmokeEtcdPodByHeadlessServiceDNS(t *testing.T) {
 	local := f.PortForward(t, ns, "pod/"+podName, int(port))
 	if got := getKey(t, "http://"+local); got != "hello" {
 		t.Fatalf("via port-forward %s: got %q, want %q", local, got, "hello")
-	}
-}
-
-func etcdPod(ns, name, subdomain string, labels map[string]string, advertise string) *corev1.Pod {
-	peer := "http://127.0.0.1:2380"
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			Hostname:  name,
-			Subdomain: subdomain,
-			Containers: []corev1.Container{{
-				Name: "etcd", Image: framework.EtcdImage(""), ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{
-					"/usr/local/bin/etcd", "--name", name, "--data-dir", "/var/lib/etcd/data",
-					"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", advertise,
-					"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-					"--initial-cluster", name + "=" + peer,
-				},
-				Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(2379)}},
-					PeriodSeconds: 2,
-				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
 	}
 }
 

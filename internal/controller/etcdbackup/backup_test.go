@@ -1,10 +1,7 @@
 package etcdbackup
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -42,17 +39,7 @@ func objectSHA256(t *testing.T, b *etcdv1beta2.EtcdBackup) (string, int64) {
 	if !ok {
 		t.Fatalf("location %q does not parse", b.Status.Location)
 	}
-	rc, err := store.Get(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), n
+	return snapshottest.ObjectSHA256(t, store, key)
 }
 
 // TestOneShotBackup backs up a real etcd into MinIO, fake-gcs-server and Azurite; each backup

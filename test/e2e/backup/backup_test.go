@@ -27,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -73,33 +72,6 @@ func startMinIO(t *testing.T, root, host string) (string, *s3.Client) {
 	return endpoint, c
 }
 
-func etcdPod(ns, name, svc string) *corev1.Pod {
-	peer := "http://127.0.0.1:2380"
-	advertise := fmt.Sprintf("http://%s:2379", framework.PodDNSName(name, svc, ns))
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "backup-e2e"}},
-		Spec: corev1.PodSpec{
-			Hostname: name, Subdomain: svc,
-			Containers: []corev1.Container{{
-				Name: "etcd", Image: framework.EtcdImage("3.6.16"), ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{
-					"/usr/local/bin/etcd", "--name", name, "--data-dir", "/var/lib/etcd/data",
-					"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", advertise,
-					"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-					"--initial-cluster", name + "=" + peer,
-				},
-				Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(2379)}},
-					PeriodSeconds: 2,
-				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
-	}
-}
-
 // TestBackupEtcdPodToMinIO: an EtcdBackup by etcdEndpoints of a 1-member etcd pod completes
 // through the deployed backup operator; the object in MinIO has the status's sha256 and
 // restores with etcdutl into a member holding every key.
@@ -118,7 +90,8 @@ func TestBackupEtcdPodToMinIO(t *testing.T) {
 
 	ns := f.CreateNamespace(t, "backup")
 	f.Create(t, framework.HeadlessService(ns, "db", map[string]string{"app": "backup-e2e"}, 2379))
-	f.Create(t, etcdPod(ns, "db-0", "db"))
+	f.Create(t, framework.SingleEtcdPod(ns, "db-0", "db", map[string]string{"app": "backup-e2e"},
+		fmt.Sprintf("http://%s:2379", framework.PodDNSName("db-0", "db", ns))))
 	f.WaitForPodReady(t, ns, "db-0", 2*time.Minute)
 	member := fmt.Sprintf("http://%s:2379", framework.PodDNSName("db-0", "db", ns))
 

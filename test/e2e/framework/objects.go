@@ -50,3 +50,32 @@ func (f *Framework) Create(t testing.TB, obj client.Object) {
 		t.Fatalf("creating %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 }
+
+// SingleEtcdPod returns a pod running a one-member etcd cluster of the default version on an
+// emptyDir, reachable at advertise; with hostname+subdomain it gets a per-pod DNS name.
+func SingleEtcdPod(ns, name, subdomain string, labels map[string]string, advertise string) *corev1.Pod {
+	peer := "http://127.0.0.1:2380"
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			Hostname:  name,
+			Subdomain: subdomain,
+			Containers: []corev1.Container{{
+				Name: "etcd", Image: EtcdImage(""), ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{
+					"/usr/local/bin/etcd", "--name", name, "--data-dir", "/var/lib/etcd/data",
+					"--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", advertise,
+					"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+					"--initial-cluster", name + "=" + peer,
+				},
+				Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(2379)}},
+					PeriodSeconds: 2,
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+}
