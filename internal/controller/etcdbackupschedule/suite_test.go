@@ -8,15 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
-	"github.com/etcd-operator/etcd-operator/internal/manager"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -52,45 +48,19 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("TEST_VERBOSE_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
-	env, err := testutil.StartEnv()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer env.Stop()
-	k8s = env.Client
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: manager.NewScheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts := options.New("backup-operator")
-	opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
-	rec := mgr.GetEventRecorderFor(opts.Binary)
-	br := &etcdbackup.Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, RetryBackoff: time.Minute, Now: clock.Now}
-	sr := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, Clock: clock}
-	clock.Set(time.Now())
-	if err := br.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := sr.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
+	return testutil.RunManagerSuite(m, func(_ context.Context, env *testutil.Env, mgr ctrl.Manager) error {
+		k8s = env.Client
+		opts := options.New("backup-operator")
+		opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
+		rec := mgr.GetEventRecorderFor(opts.Binary)
+		br := &etcdbackup.Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, RetryBackoff: time.Minute, Now: clock.Now}
+		sr := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, Clock: clock}
+		clock.Set(time.Now())
+		if err := br.SetupWithManager(mgr); err != nil {
+			return err
 		}
-	}()
-	return m.Run()
+		return sr.SetupWithManager(mgr)
+	})
 }
 
 func namespace(t *testing.T) string {

@@ -2,7 +2,6 @@ package etcdcluster
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -17,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/etcd-operator/etcd-operator/internal/manager"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -40,36 +37,19 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	env, err := testutil.StartEnv()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	k8s = env.Client
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: manager.NewScheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts := options.New("etcd-operator")
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("etcd-operator"), Options: opts,
-		NewEtcdClient: func(cfg cluster.Config) (cluster.Client, error) { return fakeFor(cfg).connect(cfg) },
-		Failpoint: func(name string) {
-			if name == FailpointAfterMemberAdd && failAfterAdd.CompareAndSwap(true, false) {
-				failpointHit.Add(1)
-				panic("failpoint " + name)
-			}
-		}}
-	if err := r.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	go fakeKubelet(ctx)
-	return m.Run()
+	return testutil.RunManagerSuite(m, func(ctx context.Context, env *testutil.Env, mgr ctrl.Manager) error {
+		k8s = env.Client
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("etcd-operator"), Options: options.New("etcd-operator"),
+			NewEtcdClient: func(cfg cluster.Config) (cluster.Client, error) { return fakeFor(cfg).connect(cfg) },
+			Failpoint: func(name string) {
+				if name == FailpointAfterMemberAdd && failAfterAdd.CompareAndSwap(true, false) {
+					failpointHit.Add(1)
+					panic("failpoint " + name)
+				}
+			}}
+		go fakeKubelet(ctx)
+		return r.SetupWithManager(mgr)
+	})
 }
 
 // fakeFor returns the fake etcd of the namespace the endpoints are in (<pod>.<c>.<ns>.svc).
