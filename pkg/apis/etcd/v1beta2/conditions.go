@@ -60,6 +60,11 @@ const (
 	ReasonBackupSucceeded     = "BackupSucceeded"
 	ReasonRestoreSucceeded    = "RestoreSucceeded"
 	ReasonInsufficientStorage = "InsufficientStorage"
+	ReasonClusterExists       = "ClusterExists"
+	ReasonSeedFailed          = "SeedFailed"
+	ReasonRestoring           = "Restoring"
+	ReasonDrillPassed         = "DrillPassed"
+	ReasonDrillFailed         = "DrillFailed"
 )
 
 // EtcdBackup condition types.
@@ -92,4 +97,7 @@ const (
 	// the schedule's interval (plus the starting deadline and a grace period): the recovery
 	// point objective the schedule promises is met.
 	ScheduleConditionBackupFresh = "BackupFresh"
+	// ScheduleConditionDrillPassed is True when the newest finished restore drill restored the
+	// backup and verified it; False with the drill's failure reason otherwise.
+	ScheduleConditionDrillPassed = "DrillPassed"
 )

@@ -88,6 +88,12 @@ type BackupScheduleSpec struct {
 	// considered. Unset: keep everything.
 	// +optional
 	Retention *RetentionPolicy `json:"retention,omitempty"`
+
+	// restoreDrill, when set, regularly restores the newest successful backup into a scratch
+	// cluster, verifies it and deletes the scratch cluster afterwards: recovery tested without a
+	// person. Its outcome is in status.lastDrill and the DrillPassed condition.
+	// +optional
+	RestoreDrill *RestoreDrillSpec `json:"restoreDrill,omitempty"`
 }
 
 // BackupTemplateSpec is the template of the EtcdBackups a schedule creates.
@@ -179,6 +185,77 @@ type BackupScheduleStatus struct {
 	// lastSuccessfulLocation is where the newest successful backup was written.
 	// +optional
 	LastSuccessfulLocation string `json:"lastSuccessfulLocation,omitempty"`
+
+	// lastDrillTime is the scheduled time of the last restore drill started.
+	// +optional
+	LastDrillTime *metav1.Time `json:"lastDrillTime,omitempty"`
+
+	// nextDrillTime is the scheduled time of the next restore drill.
+	// +optional
+	NextDrillTime *metav1.Time `json:"nextDrillTime,omitempty"`
+
+	// lastDrill is the outcome of the newest finished restore drill.
+	// +optional
+	LastDrill *DrillResult `json:"lastDrill,omitempty"`
+}
+
+// RestoreDrillSpec makes an EtcdBackupSchedule test its own backups: on its own cron schedule it
+// restores the newest successful backup into a scratch cluster with an EtcdRestore, which
+// verifies the restored keyspace on every member, records the time to restore, and deletes the
+// scratch cluster after ttlSecondsAfterFinished.
+type RestoreDrillSpec struct {
+	// schedule is a 5-field cron expression (read in the schedule's timeZone) for the drills,
+	// e.g. "0 4 * * 0" for Sundays at 04:00, or a descriptor such as @weekly.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$')",message="restoreDrill.schedule must be a 5-field cron expression (e.g. 0 4 * * 0) or one of @yearly, @monthly, @weekly, @daily, @hourly"
+	// +required
+	Schedule string `json:"schedule"`
+
+	// clusterTemplate names the EtcdCluster whose spec (size, version, pod policy, TLS) the
+	// scratch cluster copies. Unset: the cluster the backups are taken of
+	// (backupTemplate.etcdCluster).
+	// +optional
+	ClusterTemplate *EtcdClusterRef `json:"clusterTemplate,omitempty"`
+
+	// ttlSecondsAfterFinished is how long a drill's scratch cluster is kept after the drill
+	// finished, for inspection. Default 600.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=600
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// historyLimit is how many finished drill EtcdRestores are kept. Default 3.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=3
+	// +optional
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
+}
+
+// DrillResult is the outcome of one restore drill.
+type DrillResult struct {
+	// restore is the name of the drill's EtcdRestore.
+	Restore string `json:"restore"`
+	// backup is the location of the backup the drill restored.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// passed is true when the restore succeeded and its verification passed.
+	Passed bool `json:"passed"`
+	// reason says why a drill failed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// completionTime is when the drill finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// timeToRestore is the drill's measured time to restore (RTO).
+	// +optional
+	TimeToRestore *metav1.Duration `json:"timeToRestore,omitempty"`
+	// backupAge is how old the restored backup was when the drill started.
+	// +optional
+	BackupAge *metav1.Duration `json:"backupAge,omitempty"`
+	// keys is the number of keys the drill verified.
+	// +optional
+	Keys int64 `json:"keys,omitempty"`
 }
 
 // EtcdBackupScheduleList is a list of EtcdBackupSchedules.

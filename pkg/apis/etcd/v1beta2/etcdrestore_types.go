@@ -16,7 +16,9 @@ import (
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.etcdCluster.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.restoredRevision`
+// +kubebuilder:printcolumn:name="Verified",type=boolean,JSONPath=`.status.verification.passed`,description="Keyspace hash and key count matched on every member"
 // +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.duration`,description="Time to restore (RTO)"
+// +kubebuilder:printcolumn:name="Backup Age",type=string,JSONPath=`.status.backupAge`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdRestore struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -43,6 +45,7 @@ type EtcdRestore struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.abs) ? 1 : 0) + (has(self.gcs) ? 1 : 0) <= 1",message="set only one of s3, abs and gcs: the one backupStorageType names"
 // +kubebuilder:validation:XValidation:rule="(!has(self.s3) || has(self.s3.path)) && (!has(self.abs) || has(self.abs.path)) && (!has(self.gcs) || has(self.gcs.path))",message="the storage block needs a path: <bucket>/<key>"
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterTemplate) || self.clusterTemplate.name != self.etcdCluster.name",message="clusterTemplate must name another cluster than etcdCluster: leave it unset to replace etcdCluster in place"
+// +kubebuilder:validation:XValidation:rule="!has(self.ttlSecondsAfterFinished) || has(self.clusterTemplate)",message="ttlSecondsAfterFinished deletes the restored cluster, so it is allowed only for a restore into a scratch cluster (clusterTemplate set), never for a cluster restored in place"
 type RestoreSpec struct {
 	// etcdCluster names the cluster to restore into. If an EtcdCluster of that name exists, it
 	// is the template (size, version, pod policy, TLS) and is replaced once the backup has been
@@ -81,6 +84,14 @@ type RestoreSpec struct {
 	// backup is restored.
 	// +optional
 	BackupScheduleRef *LocalObjectReference `json:"backupScheduleRef,omitempty"`
+
+	// ttlSecondsAfterFinished, for a restore into a scratch cluster (clusterTemplate set), deletes
+	// the restored EtcdCluster (and so its pods and volumes) this many seconds after the restore
+	// finished, successfully or not: a restore drill that cleans up after itself. The EtcdRestore
+	// stays as the drill's record. Not allowed for a cluster restored in place.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 
 // BackupSelection says how a restore reads the path of its storage block.
@@ -152,6 +163,61 @@ type RestoreStatus struct {
 	// duration is completionTime - startTime: the time to restore (RTO).
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// backupTime is when the restored backup was taken: its EtcdBackup's completion time, or
+	// the time in the object's key.
+	// +optional
+	BackupTime *metav1.Time `json:"backupTime,omitempty"`
+
+	// backupAge is how old the backup was when the restore started: at most the writes a
+	// disaster at that moment would have lost (the recovery point).
+	// +optional
+	BackupAge *metav1.Duration `json:"backupAge,omitempty"`
+
+	// seedMember is the name of the member pod seeded from the backup.
+	// +optional
+	SeedMember string `json:"seedMember,omitempty"`
+
+	// verification is what was checked on the restored cluster before it was reported
+	// successful.
+	// +optional
+	Verification *RestoreVerification `json:"verification,omitempty"`
+
+	// clusterDeletedTime is when the scratch cluster of a drill was deleted after
+	// ttlSecondsAfterFinished.
+	// +optional
+	ClusterDeletedTime *metav1.Time `json:"clusterDeletedTime,omitempty"`
+}
+
+// RestoreVerification is what the restore operator checked on a restored cluster.
+type RestoreVerification struct {
+	// revision is the revision checked: the newest revision in the backup.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+
+	// keys is the number of keys at revision, equal on every member.
+	// +optional
+	Keys int64 `json:"keys,omitempty"`
+
+	// hash is the keyspace hash (etcd HashKV) at revision, computed by the seed member on the
+	// restored data before any other member joined.
+	// +optional
+	Hash int64 `json:"hash,omitempty"`
+
+	// snapshotHash is the keyspace hash at revision computed offline from the restored data
+	// file by the etcd image's etcdutl (etcd 3.6 and later; unset when etcdutl has no hashkv).
+	// When set it must equal hash.
+	// +optional
+	SnapshotHash int64 `json:"snapshotHash,omitempty"`
+
+	// membersVerified is the number of members whose hash and key count at revision equal the
+	// seed's.
+	// +optional
+	MembersVerified int32 `json:"membersVerified,omitempty"`
+
+	// passed is true when every member matched and the cluster's revision is at least revision.
+	// +optional
+	Passed bool `json:"passed,omitempty"`
 }
 
 // RestorePhase is a one-word summary of a restore for display.
