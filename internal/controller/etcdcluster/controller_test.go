@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -232,7 +233,7 @@ func TestAdoptsRestoreSeed(t *testing.T) {
 		t.Fatalf("operator made pods %v while waiting for the seed", got)
 	}
 	c = getCluster(t, ns, "c")
-	seed := newMemberPod(c, "c-restored", "3.6.16", "new", "c-restored="+PeerURL(c, "c-restored"))
+	seed := member.NewPod(c, "c-restored", "3.6.16", "new", "c-restored="+member.PeerURL(c, "c-restored"))
 	if err := k8s.Create(ctx, seed); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestUnsupportedUpgradeChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = getCluster(t, ns, "c")
-	if err := k8s.Create(ctx, newMemberPod(c, "c-seed", "3.6.16", "new", "c-seed="+PeerURL(c, "c-seed"))); err != nil {
+	if err := k8s.Create(ctx, member.NewPod(c, "c-seed", "3.6.16", "new", "c-seed="+member.PeerURL(c, "c-seed"))); err != nil {
 		t.Fatal(err)
 	}
 	waitConverged(t, ns, fakeFor(clusterConfig(ns)), 2)

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -39,26 +40,26 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	obs.Formed = c.Status.ClusterID != ""
 
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(selectorLabels(c))); err != nil {
+	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
 		return nil, fmt.Errorf("listing member pods of %s: %w", klog.KObj(c), err)
 	}
 	var endpoints []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		obs.pods[p.Name] = p
-		obs.Pods[p.Name] = cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: podVersion(p)}
+		obs.Pods[p.Name] = cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p)}
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			endpoints = append(endpoints, ClientURL(c, p.Name))
+			endpoints = append(endpoints, member.ClientURL(c, p.Name))
 		}
 	}
 	if c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil {
 		pvcs := &corev1.PersistentVolumeClaimList{}
-		if err := r.List(ctx, pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(selectorLabels(c))); err != nil {
+		if err := r.List(ctx, pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
 			return nil, fmt.Errorf("listing member volumes of %s: %w", klog.KObj(c), err)
 		}
 		for _, pvc := range pvcs.Items {
 			if pvc.DeletionTimestamp == nil {
-				obs.PVCs[pvc.Labels[LabelMember]] = true
+				obs.PVCs[pvc.Labels[member.LabelMember]] = true
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -41,7 +42,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 	case cluster.ActionQuorumLost:
 		return ctrl.Result{RequeueAfter: requeueQuorumLost}, nil
 	case cluster.ActionCreateSeed:
-		if err := r.createMemberPod(ctx, c, act.Pod, version, "new", act.Pod+"="+PeerURL(c, act.Pod)); err != nil {
+		if err := r.createMemberPod(ctx, c, act.Pod, version, "new", act.Pod+"="+member.PeerURL(c, act.Pod)); err != nil {
 			return ctrl.Result{}, err
 		}
 	case cluster.ActionCreatePod, cluster.ActionRecreatePod:
@@ -49,11 +50,11 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		if !obs.Reachable && !obs.Formed {
 			state = "new" // the seed's pod went away before the cluster formed; its volume stays
 		}
-		if err := r.createMemberPod(ctx, c, act.Pod, version, state, initialCluster(c, obs.Members, act.Pod)); err != nil {
+		if err := r.createMemberPod(ctx, c, act.Pod, version, state, member.InitialCluster(c, obs.Members, act.Pod)); err != nil {
 			return ctrl.Result{}, err
 		}
 	case cluster.ActionAddMember:
-		m, err := obs.etcd.AddLearner(ctx, PeerURL(c, act.Pod))
+		m, err := obs.etcd.AddLearner(ctx, member.PeerURL(c, act.Pod))
 		if errors.Is(err, cluster.ErrNotReadyForChange) {
 			log.V(1).Info("Cluster not ready for a membership change yet")
 			return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
@@ -63,7 +64,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		}
 		r.Failpoint(FailpointAfterMemberAdd)
 		// Create the pod in the same pass; a crash before this line is finished by CreatePod.
-		if err := r.createMemberPod(ctx, c, act.Pod, version, "existing", initialCluster(c, append(obs.Members, m), act.Pod)); err != nil {
+		if err := r.createMemberPod(ctx, c, act.Pod, version, "existing", member.InitialCluster(c, append(obs.Members, m), act.Pod)); err != nil {
 			return ctrl.Result{}, err
 		}
 	case cluster.ActionPromote:
@@ -110,7 +111,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 // AlreadyExists is success: a previous pass got there first.
 func (r *Reconciler) createMemberPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, name, version, state, initial string) error {
 	if c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil {
-		pvc := newMemberPVC(c, name)
+		pvc := member.NewPVC(c, name)
 		if err := controllerutil.SetControllerReference(c, pvc, r.Scheme()); err != nil {
 			return fmt.Errorf("owning volume %s: %w", name, err)
 		}
@@ -118,7 +119,7 @@ func (r *Reconciler) createMemberPod(ctx context.Context, c *etcdv1beta2.EtcdClu
 			return fmt.Errorf("creating volume %s of %s: %w", name, klog.KObj(c), err)
 		}
 	}
-	pod := newMemberPod(c, name, version, state, initial)
+	pod := member.NewPod(c, name, version, state, initial)
 	if err := controllerutil.SetControllerReference(c, pod, r.Scheme()); err != nil {
 		return fmt.Errorf("owning pod %s: %w", name, err)
 	}
@@ -143,7 +144,8 @@ func (r *Reconciler) deleteMember(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	return nil
 }
 
-// adoptSeed makes the cluster the controller owner of the restore operator's seed pod.
+// adoptSeed makes the cluster the controller owner of the restore operator's seed pod and of
+// its data volume, so that deleting the cluster deletes them like any other member's.
 func (r *Reconciler) adoptSeed(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) error {
 	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil {
 		return nil
@@ -152,13 +154,33 @@ func (r *Reconciler) adoptSeed(ctx context.Context, c *etcdv1beta2.EtcdCluster, 
 	if !ok || metav1.GetControllerOf(p) != nil {
 		return nil
 	}
-	before := p.DeepCopy()
-	if err := controllerutil.SetControllerReference(c, p, r.Scheme()); err != nil {
-		return fmt.Errorf("owning seed pod %s: %w", p.Name, err)
+	if c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: p.Name}, pvc)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("getting seed volume %s: %w", p.Name, err)
+		}
+		if err == nil && metav1.GetControllerOf(pvc) == nil {
+			if err := r.adopt(ctx, c, pvc); err != nil {
+				return err
+			}
+		}
 	}
-	if err := r.Patch(ctx, p, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("adopting seed pod %s of %s: %w", p.Name, klog.KObj(c), err)
+	if err := r.adopt(ctx, c, p); err != nil {
+		return err
 	}
 	r.event(c, corev1.EventTypeNormal, "AdoptedSeed", "adopted seed member "+p.Name+" of restore "+c.Spec.Bootstrap.Restore.RestoreName)
+	return nil
+}
+
+// adopt makes c the controller owner of obj.
+func (r *Reconciler) adopt(ctx context.Context, c *etcdv1beta2.EtcdCluster, obj client.Object) error {
+	before := obj.DeepCopyObject().(client.Object)
+	if err := controllerutil.SetControllerReference(c, obj, r.Scheme()); err != nil {
+		return fmt.Errorf("owning %s: %w", obj.GetName(), err)
+	}
+	if err := r.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("adopting %s of %s: %w", obj.GetName(), klog.KObj(c), err)
+	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -36,10 +37,10 @@ func (r *Reconciler) ensureService(ctx context.Context, c *etcdv1beta2.EtcdClust
 		if svc.Labels == nil {
 			svc.Labels = map[string]string{}
 		}
-		for k, v := range selectorLabels(c) {
+		for k, v := range member.SelectorLabels(c) {
 			svc.Labels[k] = v
 		}
-		svc.Spec.Selector = selectorLabels(c)
+		svc.Spec.Selector = member.SelectorLabels(c)
 		mutate(svc)
 		return controllerutil.SetControllerReference(c, svc, r.Scheme())
 	})

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -55,7 +56,7 @@ func (r *Reconciler) upgradeMember(ctx context.Context, c *etcdv1beta2.EtcdClust
 	spec.Version = version
 	before := pod.DeepCopy()
 	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == containerName {
+		if pod.Spec.Containers[i].Name == member.ContainerName {
 			pod.Spec.Containers[i].Image = spec.Image()
 		}
 	}

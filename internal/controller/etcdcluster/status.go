@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -18,7 +19,7 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	st := &c.Status
 	st.ServiceName = c.ClientServiceName()
 	st.ClientPort = etcdv1beta2.EtcdClientPort
-	st.Selector = selectorString(c)
+	st.Selector = member.SelectorString(c)
 	st.ControlPaused = c.Spec.Paused
 	if !obs.Reachable {
 		st.ReadyMembers = 0

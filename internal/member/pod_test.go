@@ -1,4 +1,4 @@
-package etcdcluster
+package member
 
 import (
 	"strings"
@@ -29,7 +29,7 @@ func TestMemberPodPolicyAndTLS(t *testing.T) {
 		TLS: &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}, OperatorSecret: "o"}},
 	}}
 	members := []cluster.Member{{ID: 1, Name: "c-0"}, {ID: 2, PeerURLs: []string{"https://c-3.c.ns.svc:2380"}}}
-	p := newMemberPod(c, "c-3", "3.5.35", "existing", initialCluster(c, members, "c-3"))
+	p := NewPod(c, "c-3", "3.5.35", "existing", InitialCluster(c, members, "c-3"))
 	ct := p.Spec.Containers[0]
 	cmd := strings.Join(ct.Command, " ")
 	for _, want := range []string{
@@ -42,8 +42,8 @@ func TestMemberPodPolicyAndTLS(t *testing.T) {
 			t.Errorf("command %q lacks %q", cmd, want)
 		}
 	}
-	if ct.Image != "quay.io/coreos/etcd:v3.5.35" || podVersion(p) != "3.5.35" {
-		t.Errorf("image %s version %s", ct.Image, podVersion(p))
+	if ct.Image != "quay.io/coreos/etcd:v3.5.35" || PodVersion(p) != "3.5.35" {
+		t.Errorf("image %s version %s", ct.Image, PodVersion(p))
 	}
 	if ct.Resources.Limits.Memory().String() != "1Gi" || len(ct.Env) != 1 || p.Spec.NodeSelector["disk"] != "ssd" ||
 		len(p.Spec.Tolerations) != 1 || p.Annotations["a"] != "b" || p.Spec.SecurityContext == nil {
@@ -58,7 +58,7 @@ func TestMemberPodPolicyAndTLS(t *testing.T) {
 	if len(p.Spec.Volumes) != 3 || len(ct.VolumeMounts) != 3 {
 		t.Errorf("TLS volumes missing: %+v", p.Spec.Volumes)
 	}
-	if p.Spec.RestartPolicy != corev1.RestartPolicyAlways || ct.ReadinessProbe.HTTPGet.Port.IntValue() != metricsPort {
+	if p.Spec.RestartPolicy != corev1.RestartPolicyAlways || ct.ReadinessProbe.HTTPGet.Port.IntValue() != MetricsPort {
 		t.Errorf("restart policy %s probe %+v", p.Spec.RestartPolicy, ct.ReadinessProbe)
 	}
 }

@@ -1,4 +1,4 @@
-package etcdcluster
+package member
 
 import (
 	"fmt"
@@ -13,33 +13,33 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
-// Labels and paths of member pods. The restore operator's seed pod carries the same labels.
+// Labels and paths of member pods.
 const (
 	LabelApp     = "app"
 	LabelCluster = "etcd_cluster"
 	LabelMember  = "etcd_member"
 	AppEtcd      = "etcd"
 
-	dataDir       = "/var/etcd/data"
-	dataVolume    = "etcd-data"
-	peerTLSDir    = "/etc/etcdtls/member/peer-tls"
-	serverTLSDir  = "/etc/etcdtls/member/server-tls"
-	metricsPort   = 2381
-	containerName = "etcd"
+	DataDir       = "/var/etcd/data"
+	DataVolume    = "etcd-data"
+	PeerTLSDir    = "/etc/etcdtls/member/peer-tls"
+	ServerTLSDir  = "/etc/etcdtls/member/server-tls"
+	MetricsPort   = 2381
+	ContainerName = "etcd"
 )
 
-// selectorLabels selects the member pods of c.
-func selectorLabels(c *etcdv1beta2.EtcdCluster) map[string]string {
+// SelectorLabels selects the member pods of c.
+func SelectorLabels(c *etcdv1beta2.EtcdCluster) map[string]string {
 	return map[string]string{LabelApp: AppEtcd, LabelCluster: c.Name}
 }
 
-// selectorString is the /scale selector of c.
-func selectorString(c *etcdv1beta2.EtcdCluster) string {
+// SelectorString is the /scale selector of c.
+func SelectorString(c *etcdv1beta2.EtcdCluster) string {
 	return LabelApp + "=" + AppEtcd + "," + LabelCluster + "=" + c.Name
 }
 
-// memberHost is the DNS name of a member: <pod>.<cluster>.<ns>.svc[.<domain>].
-func memberHost(c *etcdv1beta2.EtcdCluster, name string) string {
+// Host is the DNS name of a member: <pod>.<cluster>.<ns>.svc[.<domain>].
+func Host(c *etcdv1beta2.EtcdCluster, name string) string {
 	h := fmt.Sprintf("%s.%s.%s.svc", name, c.PeerServiceName(), c.Namespace)
 	if c.Spec.Pod != nil && c.Spec.Pod.ClusterDomain != "" {
 		h += "." + strings.TrimPrefix(c.Spec.Pod.ClusterDomain, ".")
@@ -56,16 +56,16 @@ func scheme(secure bool) string {
 
 // PeerURL is the peer URL of member name of c.
 func PeerURL(c *etcdv1beta2.EtcdCluster, name string) string {
-	return fmt.Sprintf("%s://%s:%d", scheme(c.Spec.TLS.IsSecurePeer()), memberHost(c, name), etcdv1beta2.EtcdPeerPort)
+	return fmt.Sprintf("%s://%s:%d", scheme(c.Spec.TLS.IsSecurePeer()), Host(c, name), etcdv1beta2.EtcdPeerPort)
 }
 
 // ClientURL is the client URL of member name of c.
 func ClientURL(c *etcdv1beta2.EtcdCluster, name string) string {
-	return fmt.Sprintf("%s://%s:%d", scheme(c.Spec.TLS.IsSecureClient()), memberHost(c, name), etcdv1beta2.EtcdClientPort)
+	return fmt.Sprintf("%s://%s:%d", scheme(c.Spec.TLS.IsSecureClient()), Host(c, name), etcdv1beta2.EtcdClientPort)
 }
 
-// initialCluster renders --initial-cluster from members (by pod name) plus extra.
-func initialCluster(c *etcdv1beta2.EtcdCluster, members []cluster.Member, extra string) string {
+// InitialCluster renders --initial-cluster from members (by pod name) plus extra.
+func InitialCluster(c *etcdv1beta2.EtcdCluster, members []cluster.Member, extra string) string {
 	seen := map[string]bool{}
 	var parts []string
 	for _, m := range members {
@@ -79,9 +79,9 @@ func initialCluster(c *etcdv1beta2.EtcdCluster, members []cluster.Member, extra 
 	return strings.Join(parts, ",")
 }
 
-// newMemberPod builds the pod of member name running version. state is "new" (seed) or
+// NewPod builds the pod of member name running version. state is "new" (seed) or
 // "existing"; a member that starts on a data dir it already has ignores both.
-func newMemberPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *corev1.Pod {
+func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *corev1.Pod {
 	policy := c.Spec.Pod
 	if policy == nil {
 		policy = &etcdv1beta2.PodPolicy{}
@@ -90,7 +90,7 @@ func newMemberPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial stri
 	for k, v := range policy.Labels {
 		labels[k] = v
 	}
-	for k, v := range selectorLabels(c) {
+	for k, v := range SelectorLabels(c) {
 		labels[k] = v
 	}
 	labels[LabelMember] = name
@@ -101,7 +101,7 @@ func newMemberPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial stri
 	spec := c.Spec
 	spec.Version = version
 	container := corev1.Container{
-		Name:            containerName,
+		Name:            ContainerName,
 		Image:           spec.Image(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         append([]string{"/usr/local/bin/etcd"}, etcdFlags(c, name, state, initial)...),
@@ -110,12 +110,12 @@ func newMemberPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial stri
 		Ports: []corev1.ContainerPort{
 			{Name: "client", ContainerPort: etcdv1beta2.EtcdClientPort},
 			{Name: "peer", ContainerPort: etcdv1beta2.EtcdPeerPort},
-			{Name: "metrics", ContainerPort: metricsPort},
+			{Name: "metrics", ContainerPort: MetricsPort},
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: dataVolume, MountPath: "/var/etcd"}},
+		VolumeMounts: []corev1.VolumeMount{{Name: DataVolume, MountPath: "/var/etcd"}},
 		// /health on the plain-HTTP metrics listener works the same with and without TLS.
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(metricsPort)}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(MetricsPort)}},
 			PeriodSeconds:    5,
 			TimeoutSeconds:   5,
 			FailureThreshold: 3,
@@ -135,10 +135,10 @@ func newMemberPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial stri
 		},
 	}
 	if policy.PersistentVolumeClaimSpec != nil {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: DataVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
 	} else {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: dataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 	addTLSVolumes(c, pod)
 	return pod
@@ -150,7 +150,7 @@ func affinity(c *etcdv1beta2.EtcdCluster, policy *etcdv1beta2.PodPolicy) *corev1
 	}
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(c)},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
 			TopologyKey:   "kubernetes.io/hostname",
 		}},
 	}}
@@ -160,10 +160,10 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string
 	peer, client := scheme(c.Spec.TLS.IsSecurePeer()), scheme(c.Spec.TLS.IsSecureClient())
 	flags := []string{
 		"--name=" + name,
-		"--data-dir=" + dataDir,
+		"--data-dir=" + DataDir,
 		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", peer, etcdv1beta2.EtcdPeerPort),
 		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", client, etcdv1beta2.EtcdClientPort),
-		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", metricsPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
 		"--advertise-client-urls=" + ClientURL(c, name),
 		"--initial-advertise-peer-urls=" + PeerURL(c, name),
 		"--initial-cluster=" + initial,
@@ -172,15 +172,15 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string
 	}
 	if c.Spec.TLS.IsSecurePeer() {
 		flags = append(flags, "--peer-client-cert-auth=true",
-			"--peer-trusted-ca-file="+peerTLSDir+"/peer-ca.crt",
-			"--peer-cert-file="+peerTLSDir+"/peer.crt",
-			"--peer-key-file="+peerTLSDir+"/peer.key")
+			"--peer-trusted-ca-file="+PeerTLSDir+"/peer-ca.crt",
+			"--peer-cert-file="+PeerTLSDir+"/peer.crt",
+			"--peer-key-file="+PeerTLSDir+"/peer.key")
 	}
 	if c.Spec.TLS.IsSecureClient() {
 		flags = append(flags, "--client-cert-auth=true",
-			"--trusted-ca-file="+serverTLSDir+"/server-ca.crt",
-			"--cert-file="+serverTLSDir+"/server.crt",
-			"--key-file="+serverTLSDir+"/server.key")
+			"--trusted-ca-file="+ServerTLSDir+"/server-ca.crt",
+			"--cert-file="+ServerTLSDir+"/server.crt",
+			"--key-file="+ServerTLSDir+"/server.key")
 	}
 	return flags
 }
@@ -197,13 +197,13 @@ func addTLSVolumes(c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}})
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: dir, ReadOnly: true})
 	}
-	add("member-peer-tls", m.PeerSecret, peerTLSDir)
-	add("member-server-tls", m.ServerSecret, serverTLSDir)
+	add("member-peer-tls", m.PeerSecret, PeerTLSDir)
+	add("member-server-tls", m.ServerSecret, ServerTLSDir)
 }
 
-// newMemberPVC builds the data volume claim of member name.
-func newMemberPVC(c *etcdv1beta2.EtcdCluster, name string) *corev1.PersistentVolumeClaim {
-	labels := selectorLabels(c)
+// NewPVC builds the data volume claim of member name.
+func NewPVC(c *etcdv1beta2.EtcdCluster, name string) *corev1.PersistentVolumeClaim {
+	labels := SelectorLabels(c)
 	labels[LabelMember] = name
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels},
@@ -211,10 +211,10 @@ func newMemberPVC(c *etcdv1beta2.EtcdCluster, name string) *corev1.PersistentVol
 	}
 }
 
-// podVersion is the etcd version of a pod's image tag ("quay.io/coreos/etcd:v3.6.16" -> 3.6.16).
-func podVersion(p *corev1.Pod) string {
+// PodVersion is the etcd version of a pod's image tag ("quay.io/coreos/etcd:v3.6.16" -> 3.6.16).
+func PodVersion(p *corev1.Pod) string {
 	for _, ct := range p.Spec.Containers {
-		if ct.Name == containerName {
+		if ct.Name == ContainerName {
 			if i := strings.LastIndexByte(ct.Image, ':'); i >= 0 {
 				return strings.TrimPrefix(ct.Image[i+1:], "v")
 			}
