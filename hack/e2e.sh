@@ -8,7 +8,14 @@
 #
 # With KUBECONFIG set, the cluster it names is used as is: no local cluster, no image import
 # (the images must already be where that cluster's nodes find them).
-# E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops the local cluster afterwards.
+# On the local cluster it also starts the pod-reachable object stores (MinIO, fake-gcs-server,
+# Azurite on the bridge address: `OBJSTORES_BIND=$LC_BRIDGE_IP hack/objstores.sh up`, idempotent)
+# and exports E2E_OBJSTORES_ENV, the path of their env file (.cache/objstores/pods.env), which
+# test/e2e/framework.ObjectStores reads. With KUBECONFIG set, export E2E_OBJSTORES_ENV yourself
+# (an env file with the OBJSTORE_* variables of stores the cluster's pods reach) or the object
+# store tests skip.
+# E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops the object stores and the
+# local cluster afterwards.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
@@ -26,6 +33,8 @@ timed() { # timed STEP COMMAND...: run, log the wall time, return the command's 
 if [ -z "$external_cluster" ]; then
   timed "local cluster up" "$ROOT_DIR/hack/local-cluster.sh" up
   timed "images" "$ROOT_DIR/hack/images.sh" all
+  timed "object stores on $LC_BRIDGE_IP" env OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" up
+  export E2E_OBJSTORES_ENV="${E2E_OBJSTORES_ENV:-$CACHE_DIR/objstores/pods.env}"
   export KUBECONFIG="$LC_KUBECONFIG"
   export E2E_CLUSTER_DNS="${E2E_CLUSTER_DNS:-$LC_BRIDGE_IP:53}"
 else
@@ -38,6 +47,7 @@ rc=0
 cd "$ROOT_DIR" || exit 1
 timed "e2e tests" go test -tags e2e ./test/e2e/... -v -count=1 -timeout "$E2E_TIMEOUT" "$@" || rc=$?
 if [ "${E2E_DOWN:-}" = 1 ] && [ -z "$external_cluster" ]; then
+  OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" down
   "$ROOT_DIR/hack/local-cluster.sh" down
 fi
 exit $rc

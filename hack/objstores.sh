@@ -12,6 +12,18 @@
 #   versions  print the pinned server versions
 # Binaries live under $CACHE_DIR/objstores keyed by version; server state under
 # $CACHE_DIR/objstores/data, wiped on `down` and recreated when a server is started.
+#
+# OBJSTORES_BIND=<address> runs a second, independent set on that address, ports as above but S3's,
+# e.g. the local cluster's bridge address, which pods can reach (they cannot reach the host's
+# loopback):
+#   OBJSTORES_BIND=10.244.0.1 hack/objstores.sh up|down|status|env
+# MinIO listens on port 9100 there (it always listens on loopback too, and must not share the
+# loopback set's 9000). Its PID files, logs and data live under $CACHE_DIR/objstores/<address>/,
+# and its env file is $CACHE_DIR/objstores/pods.env (override with OBJSTORES_ENV_FILE), with the same OBJSTORE_*
+# variables as the loopback set, pointing at <address>. fake-gcs-server's public host and external
+# URL are <address> too, so resumable uploads started from a pod continue at an address the pod
+# reaches. The binaries are shared with the loopback set. hack/e2e.sh starts this set after the
+# local cluster is up and exports E2E_OBJSTORES_ENV; test/e2e/framework/objstores.go reads it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
@@ -19,16 +31,27 @@ FAKE_GCS_VERSION="${FAKE_GCS_VERSION:-v1.56.1}"
 AZURITE_VERSION="${AZURITE_VERSION:-3.37.0}"
 
 OBJ_DIR="$CACHE_DIR/objstores"
-RUN_DIR="$OBJ_DIR/run"
-DATA_DIR="$OBJ_DIR/data"
-ENV_FILE="$OBJ_DIR/env"
+BIND="${OBJSTORES_BIND:-127.0.0.1}"
+S3_PORT=9000
+if [ "$BIND" = 127.0.0.1 ]; then
+  RUN_DIR="$OBJ_DIR/run"
+  DATA_DIR="$OBJ_DIR/data"
+  ENV_FILE="$OBJ_DIR/env"
+else
+  RUN_DIR="$OBJ_DIR/$BIND/run"
+  DATA_DIR="$OBJ_DIR/$BIND/data"
+  ENV_FILE="${OBJSTORES_ENV_FILE:-$OBJ_DIR/pods.env}"
+  # MinIO also listens on loopback at its port, with SO_REUSEPORT: on 9000 it would share
+  # 127.0.0.1:9000 with the loopback set's MinIO and the kernel would spread requests over both.
+  S3_PORT=9100
+fi
 
 MINIO_BIN="$OBJ_DIR/minio-$MINIO_VERSION/minio"
 FAKE_GCS_BIN="$OBJ_DIR/fake-gcs-server-$FAKE_GCS_VERSION/fake-gcs-server"
 AZURITE_DIR="$OBJ_DIR/azurite-$AZURITE_VERSION"
 AZURITE_BIN="$AZURITE_DIR/node_modules/.bin/azurite-blob"
 
-# Test-only credentials for servers that listen on loopback only.
+# Test-only credentials for servers that listen on loopback or the local cluster's bridge only.
 S3_ACCESS_KEY="etcd-suite"
 S3_SECRET_KEY="etcd-suite-secret-key"
 # Azurite's well-known development account (public, documented by Microsoft).
@@ -74,15 +97,21 @@ install_all() {
 pid_of() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
 
 # running <name>: the recorded PID is alive and is still our server (its command line names a
-# file under $OBJ_DIR), so a stale PID file never makes us signal an unrelated process.
+# file under this set's $DATA_DIR), so a stale PID file never makes us signal an unrelated
+# process, nor a server of the other set.
 running() {
   local pid
   pid="$(pid_of "$1")"
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$OBJ_DIR/"
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$DATA_DIR/"
 }
 
-port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
+# port_busy <port>: something listens on $BIND:<port> or on a wildcard address with that port.
+port_busy() {
+  ss -Hltn "sport = :$1" | awk -v want="$BIND:$1" -v port=":$1" '
+    { a = $4 } a == want || a == "0.0.0.0" port || a == "*" port || a == "[::]" port { found = 1 }
+    END { exit !found }'
+}
 
 # start <name> <port> <command...>: start a server detached from this shell with fresh state,
 # recording its PID.
@@ -100,7 +129,8 @@ start() {
   rm -rf "${DATA_DIR:?}/$name"
   mkdir -p "$DATA_DIR/$name" "$RUN_DIR"
   # Not a process-group leader here, so setsid execs in place and $! is the server's PID.
-  setsid "$@" >"$RUN_DIR/$name.log" 2>&1 </dev/null &
+  # 8>&-: the server must not inherit (and so hold) the up/down lock.
+  setsid "$@" >"$RUN_DIR/$name.log" 2>&1 </dev/null 8>&- &
   echo $! >"$RUN_DIR/$name.pid"
   log "started $name (pid $!), log $RUN_DIR/$name.log"
 }
@@ -126,29 +156,33 @@ wait_ready() {
 
 write_env() {
   cat >"$ENV_FILE" <<EOF
-export OBJSTORE_S3_ENDPOINT=http://127.0.0.1:9000
+export OBJSTORE_S3_ENDPOINT=http://$BIND:$S3_PORT
 export OBJSTORE_S3_ACCESS_KEY=$S3_ACCESS_KEY
 export OBJSTORE_S3_SECRET_KEY=$S3_SECRET_KEY
 export OBJSTORE_S3_REGION=us-east-1
-export OBJSTORE_GCS_ENDPOINT=http://127.0.0.1:4443/storage/v1/
-export OBJSTORE_ABS_ENDPOINT=http://127.0.0.1:10000/$ABS_ACCOUNT
+export OBJSTORE_GCS_ENDPOINT=http://$BIND:4443/storage/v1/
+export OBJSTORE_ABS_ENDPOINT=http://$BIND:10000/$ABS_ACCOUNT
 export OBJSTORE_ABS_ACCOUNT=$ABS_ACCOUNT
 export OBJSTORE_ABS_KEY=$ABS_KEY
 EOF
 }
 
 up() {
+  if [ "$BIND" != 127.0.0.1 ] && ! ip -o -4 addr show | awk '{ sub("/.*", "", $4); print $4 }' | grep -qxF "$BIND"; then
+    log "no interface has the address $BIND (for the local cluster's bridge: hack/local-cluster.sh up first)"
+    return 1
+  fi
   install_all
   MINIO_ROOT_USER="$S3_ACCESS_KEY" MINIO_ROOT_PASSWORD="$S3_SECRET_KEY" MINIO_BROWSER=off \
-    start minio 9000 "$MINIO_BIN" server --quiet --address 127.0.0.1:9000 "$DATA_DIR/minio"
-  start fake-gcs 4443 "$FAKE_GCS_BIN" -scheme http -host 127.0.0.1 -port 4443 \
+    start minio "$S3_PORT" "$MINIO_BIN" server --quiet --address "$BIND:$S3_PORT" "$DATA_DIR/minio"
+  start fake-gcs 4443 "$FAKE_GCS_BIN" -scheme http -host "$BIND" -port 4443 \
     -backend filesystem -filesystem-root "$DATA_DIR/fake-gcs" \
-    -public-host 127.0.0.1:4443 -external-url http://127.0.0.1:4443 -log-level warn
-  start azurite 10000 "$AZURITE_BIN" --blobHost 127.0.0.1 --blobPort 10000 \
+    -public-host "$BIND:4443" -external-url "http://$BIND:4443" -log-level warn
+  start azurite 10000 "$AZURITE_BIN" --blobHost "$BIND" --blobPort 10000 \
     --location "$DATA_DIR/azurite" --skipApiVersionCheck --disableTelemetry --loose --silent
-  wait_ready minio http://127.0.0.1:9000/minio/health/live
-  wait_ready fake-gcs http://127.0.0.1:4443/storage/v1/b
-  wait_ready azurite "http://127.0.0.1:10000/$ABS_ACCOUNT?comp=list"
+  wait_ready minio "http://$BIND:$S3_PORT/minio/health/live"
+  wait_ready fake-gcs "http://$BIND:4443/storage/v1/b"
+  wait_ready azurite "http://$BIND:10000/$ABS_ACCOUNT?comp=list"
   write_env
   log "object stores ready; env in $ENV_FILE"
 }
@@ -189,9 +223,16 @@ status() {
   return $rc
 }
 
+# lock: one up/down of a set at a time (hack/e2e.sh runs of several engineers share the set).
+lock() {
+  mkdir -p "$RUN_DIR"
+  exec 8>"$RUN_DIR/.lock"
+  flock -w 300 8 || { log "another $0 up/down holds $RUN_DIR/.lock"; exit 1; }
+}
+
 case "${1:-}" in
-up) up ;;
-down) down ;;
+up) lock && up ;;
+down) lock && down ;;
 status) status ;;
 versions)
   echo "MinIO $MINIO_VERSION, fake-gcs-server $FAKE_GCS_VERSION, Azurite $AZURITE_VERSION"

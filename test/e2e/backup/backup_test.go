@@ -1,30 +1,21 @@
 //go:build e2e
 
-// Package backup runs the backup operator as deployed on the cluster against an etcd pod and a
-// MinIO server that the test starts on the node's bridge address, where pods can reach it.
+// Package backup runs the backup operator as deployed on the cluster against etcd pods and the
+// object stores that hack/e2e.sh runs on the node's bridge address, where pods reach them
+// (framework.ObjectStores).
 package backup
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -33,60 +24,15 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-const (
-	minioUser     = "e2e-backup"
-	minioPassword = "e2e-backup-secret-key"
-	keys          = 2000
-)
-
-// startMinIO runs the MinIO binary hack/objstores.sh installed on host:port (the node's bridge
-// address, reachable from pods) and returns its endpoint and an S3 client.
-func startMinIO(t *testing.T, root, host string) (string, *s3.Client) {
-	t.Helper()
-	bins, _ := filepath.Glob(filepath.Join(root, ".cache", "objstores", "minio-*", "minio"))
-	if len(bins) == 0 {
-		t.Skip("MinIO not installed: run hack/objstores.sh up once")
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Skipf("cannot listen on the node address %s: %v", host, err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	cmd := exec.Command(bins[0], "server", "--quiet", "--address", addr, filepath.Join(t.TempDir(), "data"))
-	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+minioUser, "MINIO_ROOT_PASSWORD="+minioPassword, "MINIO_BROWSER=off")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	endpoint := "http://" + addr
-	c := s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(minioUser, minioPassword, ""),
-	})
-	framework.Eventually(t, time.Minute, "MinIO at "+endpoint, func(ctx context.Context) (bool, error) {
-		_, err := c.ListBuckets(ctx, &s3.ListBucketsInput{})
-		return err == nil, nil
-	})
-	return endpoint, c
-}
+const keys = 2000
 
 // TestBackupEtcdPodToMinIO: an EtcdBackup by etcdEndpoints of a 1-member etcd pod completes
 // through the deployed backup operator; the object in MinIO has the status's sha256 and
 // restores with etcdutl into a member holding every key.
 func TestBackupEtcdPodToMinIO(t *testing.T) {
 	f := framework.Global(t)
-	nodeIP, _, err := net.SplitHostPort(f.ClusterDNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint, s3c := startMinIO(t, f.RootDir, nodeIP)
+	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
 	ctx := t.Context()
-	bucket := fmt.Sprintf("e2e-backup-%d", time.Now().UnixNano())
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
 
 	ns := f.CreateNamespace(t, "backup")
 	f.Create(t, framework.HeadlessService(ns, "db", map[string]string{"app": "backup-e2e"}, 2379))
@@ -103,18 +49,13 @@ func TestBackupEtcdPodToMinIO(t *testing.T) {
 	defer cli.Close()
 	snapshottest.Put(t, cli, "/e2e/", keys, 256)
 
-	f.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: map[string][]byte{
-		"credentials": fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", minioUser, minioPassword),
-		"config":      []byte("[default]\nregion = us-east-1\n"),
-	}})
+	bucket.CreateSecret(t, f, ns, "aws")
 	f.Create(t, &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once"},
 		Spec: etcdv1beta2.BackupSpec{
 			EtcdEndpoints: []string{member},
-			StorageType:   etcdv1beta2.BackupStorageTypeS3,
-			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{
-				Path: bucket + "/etcd.backup", AWSSecret: "aws", Endpoint: endpoint, ForcePathStyle: true,
-			}},
+			StorageType:   bucket.Type,
+			BackupSource:  bucket.Source("etcd.backup", "aws"),
 		},
 	})
 	b := &etcdv1beta2.EtcdBackup{}
@@ -128,23 +69,8 @@ func TestBackupEtcdPodToMinIO(t *testing.T) {
 		return b.Status.Phase == etcdv1beta2.BackupPhaseCompleted, nil
 	})
 
-	obj, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("etcd.backup")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obj.Body.Close()
 	file := filepath.Join(t.TempDir(), "snapshot.db")
-	out, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), obj.Body)
-	_ = out.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := hex.EncodeToString(h.Sum(nil)); sum != b.Status.SHA256 || n != b.Status.Size {
+	if sum, n := bucket.Download(t, "etcd.backup", file); sum != b.Status.SHA256 || n != b.Status.Size {
 		t.Fatalf("object sha256/size %s/%d, status %s/%d", sum, n, b.Status.SHA256, b.Status.Size)
 	}
 
