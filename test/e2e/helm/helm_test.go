@@ -1,0 +1,212 @@
+//go:build e2e
+
+// Package helm holds the e2e test of the Helm chart (charts/etcd-operator): it installs the
+// chart into the local cluster next to the kustomize-deployed operators of hack/deploy.sh.
+package helm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// TestHelmInstall: `helm install` of charts/etcd-operator into its own release namespace, with
+// the operators watching one other namespace only (RoleBindings there, no ClusterRoleBinding),
+// brings up the three Deployments; an EtcdCluster of size 3 in the watched namespace becomes
+// Available with 3 ready members, and the chart's etcd-operator reports it in its metrics;
+// `helm uninstall` removes the release's cluster-scoped objects and leaves the CRDs.
+//
+// The kustomize-deployed operators in etcd-operator-system watch every namespace, so they
+// reconcile the watched namespace too (the operators are idempotent, members have deterministic
+// names); the metrics of the chart's own etcd-operator show that it reconciled the cluster.
+//
+// Prints MEASURE lines: helm install, Deployments Available, EtcdCluster Available, uninstall.
+func TestHelmInstall(t *testing.T) {
+	f := framework.Global(t)
+	helm := helmBinary(t, f)
+	releaseNS := f.CreateNamespace(t, "helm-release")
+	watchNS := f.CreateNamespace(t, "helm-watched")
+	release := "e2e-" + releaseNS[strings.LastIndex(releaseNS, "-")+1:]
+	repo, tag := image()
+
+	start := time.Now()
+	out, err := run(f, helm, "install", release, filepath.Join(f.RootDir, "charts", "etcd-operator"),
+		"--namespace", releaseNS, "--set", "watchNamespace="+watchNS,
+		"--set", "image.repository="+repo, "--set", "image.tag="+tag, "--timeout", "2m")
+	if err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	t.Logf("MEASURE helm install: %s", time.Since(start).Round(100*time.Millisecond))
+	uninstalled := false
+	t.Cleanup(func() { // before the namespaces go (cleanups run last-in first-out)
+		if !uninstalled {
+			if out, err := run(f, helm, "uninstall", release, "--namespace", releaseNS, "--wait", "--timeout", "2m"); err != nil {
+				t.Errorf("helm uninstall: %v\n%s", err, out)
+			}
+		}
+	})
+
+	start = time.Now()
+	for _, d := range framework.OperatorDeployments {
+		f.WaitForDeploymentAvailable(t, releaseNS, release+"-"+d, 2*time.Minute)
+	}
+	t.Logf("MEASURE helm Deployments Available: %s", time.Since(start).Round(100*time.Millisecond))
+	checkClusterScoped(t, f, release, 3)
+
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: watchNS, Name: "c"},
+		Spec: etcdv1beta2.ClusterSpec{Size: 3}}
+	f.Create(t, c)
+	start = time.Now()
+	framework.Eventually(t, 3*time.Minute, "EtcdCluster Available with 3 ready members", func(ctx context.Context) (bool, error) {
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err
+		}
+		s := c.Status
+		av := meta.FindStatusCondition(s.Conditions, etcdv1beta2.ClusterConditionAvailable)
+		if av == nil || av.Status != metav1.ConditionTrue || s.ReadyMembers != 3 || len(s.Members.Ready) != 3 || len(s.Members.Unready) != 0 {
+			return false, fmt.Errorf("phase=%s ready=%d members=%+v available=%v", s.Phase, s.ReadyMembers, s.Members, av)
+		}
+		return true, nil
+	})
+	t.Logf("MEASURE EtcdCluster (size 3) create -> Available: %s", time.Since(start).Round(100*time.Millisecond))
+
+	// The chart's etcd-operator watched the namespace and observed the 3 ready members.
+	want := regexp.MustCompile(`(?m)^etcd_operator_cluster_members\{[^}]*namespace="` + watchNS + `"[^}]*state="ready"[^}]*\} 3$`)
+	framework.Eventually(t, time.Minute, "chart's etcd-operator metrics report 3 ready members", func(ctx context.Context) (bool, error) {
+		body, err := operatorMetrics(ctx, f, releaseNS, release)
+		if err != nil {
+			return false, err
+		}
+		if !want.MatchString(body) {
+			return false, fmt.Errorf("no %s in the metrics", want)
+		}
+		return true, nil
+	})
+
+	start = time.Now()
+	if out, err := run(f, helm, "uninstall", release, "--namespace", releaseNS, "--wait", "--timeout", "2m"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	uninstalled = true
+	t.Logf("MEASURE helm uninstall: %s", time.Since(start).Round(100*time.Millisecond))
+	checkClusterScoped(t, f, release, 0)
+	f.WaitForCRDEstablished(t, "etcdclusters.etcd.database.coreos.com", 10*time.Second) // helm leaves CRDs alone
+}
+
+// helmBinary returns $E2E_HELM or the pinned helm of hack/helm.sh (built into bin/ once).
+func helmBinary(t *testing.T, f *framework.Framework) string {
+	t.Helper()
+	if h := os.Getenv("E2E_HELM"); h != "" {
+		return h
+	}
+	cmd := exec.Command(filepath.Join(f.RootDir, "hack", "helm.sh"), "install")
+	cmd.Dir = f.RootDir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/helm.sh install: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// image splits $IMG (hack/images.sh and hack/deploy.sh, default etcd-operator:dev).
+func image() (repo, tag string) {
+	img := os.Getenv("IMG")
+	if img == "" {
+		img = "etcd-operator:dev"
+	}
+	if i := strings.LastIndex(img, ":"); i > 0 && !strings.Contains(img[i:], "/") {
+		return img[:i], img[i+1:]
+	}
+	return img, "latest"
+}
+
+func run(f *framework.Framework, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = f.RootDir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// checkClusterScoped asserts that the release owns want ClusterRoles, each named
+// <release>-<generated name>, and no ClusterRoleBinding (the operators watch one namespace).
+func checkClusterScoped(t *testing.T, f *framework.Framework, release string, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sel := client.MatchingLabels{"app.kubernetes.io/instance": release}
+	var roles rbacv1.ClusterRoleList
+	if err := f.Client.List(ctx, &roles, sel); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range roles.Items {
+		names = append(names, r.Name)
+		if !strings.HasPrefix(r.Name, release+"-") {
+			t.Errorf("ClusterRole %s is not prefixed with the release name", r.Name)
+		}
+		var gen rbacv1.ClusterRole
+		if err := f.Client.Get(ctx, types.NamespacedName{Name: strings.TrimPrefix(r.Name, release+"-")}, &gen); err == nil &&
+			fmt.Sprint(gen.Rules) != fmt.Sprint(r.Rules) {
+			t.Errorf("ClusterRole %s has other rules than the kustomize-installed %s", r.Name, gen.Name)
+		}
+	}
+	if len(roles.Items) != want {
+		t.Fatalf("ClusterRoles of release %s: %v, want %d", release, names, want)
+	}
+	var bindings rbacv1.ClusterRoleBindingList
+	if err := f.Client.List(ctx, &bindings, sel); err != nil {
+		t.Fatal(err)
+	}
+	if len(bindings.Items) != 0 {
+		t.Fatalf("release %s has %d ClusterRoleBindings, want none with watchNamespace set", release, len(bindings.Items))
+	}
+}
+
+// operatorMetrics fetches /metrics of the release's etcd-operator pod from the host.
+func operatorMetrics(ctx context.Context, f *framework.Framework, ns, release string) (string, error) {
+	var pods corev1.PodList
+	if err := f.Client.List(ctx, &pods, client.InNamespace(ns),
+		client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator", "app.kubernetes.io/instance": release}); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		hc := &http.Client{Transport: &http.Transport{DialContext: f.DialContext}, Timeout: 10 * time.Second}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Status.PodIP+":8080/metrics", nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", err
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return string(body), err
+	}
+	return "", fmt.Errorf("no running etcd-operator pod of release %s", release)
+}
