@@ -1,0 +1,305 @@
+package restoreseed
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
+)
+
+// Command is the first argument that turns the restore-operator binary into the seed agent:
+// restore-operator seed install <dir> | restore-operator seed restore [flags].
+const Command = "seed"
+
+// AgentName is the file name Install gives the copied binary.
+const AgentName = "etcd-restore-seed"
+
+// Options of the restore step, set by the restore operator as flags on the init container.
+type Options struct {
+	StorageType    string
+	Bucket         string
+	Key            string
+	Endpoint       string
+	ForcePathStyle bool
+	SecretDir      string
+	Expect         Expect
+	DataDir        string
+	Name           string
+	InitialCluster string
+	ClusterToken   string
+	PeerURL        string
+	Etcdutl        string
+	ResultFile     string
+	Timeout        time.Duration
+}
+
+// workDir is where the snapshot is downloaded and restored before the rename: next to the
+// data dir, on the same volume.
+func (o *Options) workDir() string { return filepath.Join(filepath.Dir(o.DataDir), "restore-work") }
+
+// savedResult is the copy of the Result kept on the data volume for runs after the first.
+func (o *Options) savedResult() string { return filepath.Join(filepath.Dir(o.DataDir), "restore-result.json") }
+
+// Main runs the agent with args (after Command) and returns the process exit code.
+func Main(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: restore-operator seed install <dir> | restore [flags]")
+		return 2
+	}
+	switch args[0] {
+	case "install":
+		if len(args) != 2 {
+			fmt.Fprintln(os.Stderr, "usage: restore-operator seed install <dir>")
+			return 2
+		}
+		if err := Install(args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	case "restore":
+		o, err := parseFlags(args[1:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		res := Restore(ctx, o)
+		out := res.encode()
+		fmt.Println(string(out))
+		if o.ResultFile != "" {
+			if err := os.WriteFile(o.ResultFile, out, 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "writing result:", err)
+			}
+		}
+		if res.Outcome == OutcomeFailed {
+			return 1
+		}
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "unknown seed command %q\n", args[0])
+		return 2
+	}
+}
+
+func parseFlags(args []string) (*Options, error) {
+	o := &Options{}
+	fs := flag.NewFlagSet("seed restore", flag.ContinueOnError)
+	fs.StringVar(&o.StorageType, "storage-type", "", "S3, ABS or GCS")
+	fs.StringVar(&o.Bucket, "bucket", "", "bucket or container")
+	fs.StringVar(&o.Key, "key", "", "object key of the backup")
+	fs.StringVar(&o.Endpoint, "endpoint", "", "custom object store endpoint")
+	fs.BoolVar(&o.ForcePathStyle, "force-path-style", false, "path-style S3 addressing")
+	fs.StringVar(&o.SecretDir, "secret-dir", "", "directory of the credentials Secret's files (coreos format); empty: ambient credentials")
+	fs.Int64Var(&o.Expect.Size, "size", 0, "expected object size in bytes (0: not checked)")
+	fs.StringVar(&o.Expect.SHA256, "sha256", "", "expected hex sha256 of the object (empty: not checked)")
+	fs.StringVar(&o.DataDir, "data-dir", "/var/etcd/data", "etcd data dir to create")
+	fs.StringVar(&o.Name, "name", "", "member name")
+	fs.StringVar(&o.InitialCluster, "initial-cluster", "", "--initial-cluster of the seed")
+	fs.StringVar(&o.ClusterToken, "initial-cluster-token", "", "--initial-cluster-token of the seed")
+	fs.StringVar(&o.PeerURL, "initial-advertise-peer-urls", "", "peer URL of the seed")
+	fs.StringVar(&o.Etcdutl, "etcdutl", "/usr/local/bin/etcdutl", "the etcd image's etcdutl")
+	fs.StringVar(&o.ResultFile, "result-file", "/dev/termination-log", "where to write the JSON result")
+	fs.DurationVar(&o.Timeout, "timeout", time.Hour, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.StorageType == "" || o.Bucket == "" || o.Key == "" || o.Name == "" || o.InitialCluster == "" || o.PeerURL == "" {
+		return nil, errors.New("seed restore needs --storage-type, --bucket, --key, --name, --initial-cluster and --initial-advertise-peer-urls")
+	}
+	return o, nil
+}
+
+// Install copies the running binary to dir/AgentName, executable, so a container of another
+// image can run it.
+func Install(dir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding own binary: %w", err)
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return fmt.Errorf("opening own binary: %w", err)
+	}
+	defer src.Close()
+	dst := filepath.Join(dir, AgentName)
+	tmp := dst + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", tmp, err)
+	}
+	if _, err := io.Copy(f, src); err != nil {
+		f.Close()
+		return fmt.Errorf("copying to %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("installing %s: %w", dst, err)
+	}
+	return nil
+}
+
+// Restore makes o.DataDir from the backup, or reports that it already exists.
+func Restore(ctx context.Context, o *Options) *Result {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	res, err := restore(ctx, o)
+	if err != nil {
+		res = &Result{Outcome: OutcomeFailed, Reason: Reason(err, etcdv1beta2.ReasonSeedFailed), Message: err.Error()}
+		if ctx.Err() != nil {
+			res.Reason = etcdv1beta2.ReasonTimeout
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res
+}
+
+func restore(ctx context.Context, o *Options) (*Result, error) {
+	if _, err := os.Stat(filepath.Join(o.DataDir, "member")); err == nil {
+		res := &Result{}
+		if b, err := os.ReadFile(o.savedResult()); err == nil {
+			if prev, err := ParseResult(string(b)); err == nil {
+				res = prev
+			}
+		}
+		res.Outcome = OutcomeAlreadyRestored
+		res.Message = "data dir " + o.DataDir + " exists: restored before, not restoring again"
+		return res, nil
+	}
+	work := o.workDir()
+	if err := os.RemoveAll(work); err != nil { // a previous attempt that did not finish
+		return nil, fmt.Errorf("cleaning %s: %w", work, err)
+	}
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", work, err)
+	}
+	if err := checkFreeSpace(work, o.Expect.Size); err != nil {
+		return nil, err
+	}
+
+	b, err := o.openBackend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	snap := filepath.Join(work, "snapshot.db")
+	f, err := os.Create(snap)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", snap, err)
+	}
+	got, err := Fetch(ctx, b, o.Key, o.Expect, f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("writing %s: %w", snap, cerr)
+	}
+	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, fail(etcdv1beta2.ReasonInsufficientStorage, "data volume full while downloading the backup: %w", err)
+		}
+		return nil, err
+	}
+	res := &Result{Outcome: OutcomeRestored, Size: got.Size, SHA256: got.SHA256}
+
+	st, err := snapshotStatus(ctx, o.Etcdutl, snap)
+	if err != nil {
+		return nil, err
+	}
+	res.Revision, res.TotalKeys = st.Revision, st.TotalKey
+
+	tmpData := filepath.Join(work, "data")
+	if err := run(ctx, o.Etcdutl, "snapshot", "restore", snap, "--data-dir", tmpData, "--name", o.Name,
+		"--initial-cluster", o.InitialCluster, "--initial-cluster-token", o.ClusterToken,
+		"--initial-advertise-peer-urls", o.PeerURL); err != nil {
+		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot restore: %w", err)
+	}
+	if h, ok, err := hashKV(ctx, o.Etcdutl, filepath.Join(tmpData, "member", "snap", "db"), res.Revision); err != nil {
+		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl hashkv of the restored data: %w", err)
+	} else if ok {
+		res.HashKV, res.CompactRevision = h.Hash, h.CompactRevision
+	}
+	if err := os.Remove(snap); err != nil {
+		return nil, fmt.Errorf("removing %s: %w", snap, err)
+	}
+	if err := os.WriteFile(o.savedResult(), res.encode(), 0o600); err != nil {
+		return nil, fmt.Errorf("saving result: %w", err)
+	}
+	// The rename is the commit point: before it a restarted pod starts over, after it the data
+	// dir is complete.
+	if err := os.Rename(tmpData, o.DataDir); err != nil {
+		return nil, fmt.Errorf("moving the restored data into %s: %w", o.DataDir, err)
+	}
+	if err := os.RemoveAll(work); err != nil {
+		return nil, fmt.Errorf("cleaning %s: %w", work, err)
+	}
+	res.Message = fmt.Sprintf("restored %d bytes at revision %d into %s", res.Size, res.Revision, o.DataDir)
+	return res, nil
+}
+
+// openBackend builds the object store client from the mounted credentials Secret.
+func (o *Options) openBackend(ctx context.Context) (backend.Backend, error) {
+	cfg := factory.Config{Type: factory.Type(o.StorageType), Bucket: o.Bucket, Endpoint: o.Endpoint, ForcePathStyle: o.ForcePathStyle}
+	if o.SecretDir != "" {
+		data, err := readSecretDir(o.SecretDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Secret = data
+	}
+	b, err := factory.New(ctx, cfg)
+	if err != nil {
+		return nil, fail(etcdv1beta2.ReasonInvalidCredentials, "configuring %s storage: %w", o.StorageType, err)
+	}
+	return b, nil
+}
+
+// readSecretDir reads a Secret volume: one file per key (the "..data" links are skipped).
+func readSecretDir(dir string) (map[string][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fail(etcdv1beta2.ReasonSecretNotFound, "reading credentials in %s: %w", dir, err)
+	}
+	data := map[string][]byte{}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "..") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			if errors.Is(err, syscall.EISDIR) {
+				continue
+			}
+			return nil, fmt.Errorf("reading credential %s: %w", e.Name(), err)
+		}
+		data[e.Name()] = b
+	}
+	return data, nil
+}
+
+// checkFreeSpace fails unless the volume of dir can hold the download, the restored database
+// and etcd's first WAL file: twice the object plus 128 MiB.
+func checkFreeSpace(dir string, size int64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("checking free space of %s: %w", dir, err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize) //nolint:gosec // block counts fit in int64
+	need := 2*size + 128<<20
+	if free < need {
+		return fail(etcdv1beta2.ReasonInsufficientStorage, "the data volume has %d MiB free, the restore needs about %d MiB (twice the %d-byte backup plus 128 MiB)", free>>20, need>>20, size)
+	}
+	return nil
+}

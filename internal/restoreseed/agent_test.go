@@ -1,0 +1,152 @@
+package restoreseed
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
+)
+
+const keys = 500
+
+// backup writes keys into a real etcd, takes a verified snapshot into a local bucket and
+// returns the bucket, the backend and the backup's result.
+func backup(t *testing.T) (string, backend.Backend, snapshot.Result) {
+	t.Helper()
+	e := snapshottest.StartEtcd(t, "")
+	snapshottest.Put(t, e.Client(t), "key-", keys, 100)
+	bucket := t.TempDir()
+	b, err := factory.New(t.Context(), factory.Config{Type: factory.Local, Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := snapshot.Take(t.Context(), &snapshot.Config{
+		Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second,
+		Key: func(int64, time.Time) string { return "db/snap" },
+	}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	return bucket, b, res
+}
+
+func options(t *testing.T, bucket, key string, want Expect) *Options {
+	return &Options{
+		StorageType: string(factory.Local), Bucket: bucket, Key: key, Expect: want,
+		DataDir: filepath.Join(t.TempDir(), "data"), Name: "c-0",
+		InitialCluster: "c-0=http://c-0.c.ns.svc:2380", ClusterToken: "uid", PeerURL: "http://c-0.c.ns.svc:2380",
+		Etcdutl: snapshottest.Bin(t, "etcdutl"), Timeout: time.Minute,
+	}
+}
+
+// TestRestoreServesTheBackupAndNeverTwice: the restored data dir holds every key at the
+// backup's revision with the hash etcdutl computed, and a second run leaves it alone.
+func TestRestoreServesTheBackupAndNeverTwice(t *testing.T) {
+	bucket, _, bk := backup(t)
+	o := options(t, bucket, "db/snap", Expect{Size: bk.Size, SHA256: bk.SHA256})
+	res := Restore(t.Context(), o)
+	if res.Outcome != OutcomeRestored {
+		t.Fatalf("restore: %+v", res)
+	}
+	if res.Revision < bk.Member.Revision || res.SHA256 != bk.SHA256 || res.HashKV == 0 {
+		t.Fatalf("result %+v, backup revision %d sha %s", res, bk.Member.Revision, bk.SHA256)
+	}
+	if _, err := os.Stat(o.workDir()); !os.IsNotExist(err) {
+		t.Errorf("work dir left behind: %v", err)
+	}
+
+	again := Restore(t.Context(), o)
+	if again.Outcome != OutcomeAlreadyRestored || again.Revision != res.Revision || again.HashKV != res.HashKV {
+		t.Fatalf("second run: %+v, want AlreadyRestored with the first run's figures", again)
+	}
+
+	e := snapshottest.StartEtcd(t, o.DataDir)
+	cli := e.Client(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	got, err := cli.Get(ctx, "key-", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Count != keys || got.Header.Revision != res.Revision {
+		t.Fatalf("restored etcd has %d keys at revision %d, want %d at %d", got.Count, got.Header.Revision, keys, res.Revision)
+	}
+	h, err := cli.HashKV(ctx, e.Endpoint, res.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Hash != res.HashKV {
+		t.Fatalf("etcd's HashKV %d differs from etcdutl's %d", h.Hash, res.HashKV)
+	}
+}
+
+// TestRestoreRefusesBadBackups: a corrupted, truncated, missing or mismatching object, or too
+// little space, fails with its reason and leaves no data dir.
+func TestRestoreRefusesBadBackups(t *testing.T) {
+	bucket, b, bk := backup(t)
+	rc, err := b.Get(t.Context(), "db/snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := io.ReadAll(rc)
+	rc.Close()
+	flipped := bytes.Clone(orig)
+	flipped[len(flipped)/2] ^= 0xff
+	put := func(key string, data []byte) {
+		if err := b.Put(t.Context(), key, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("db/flipped", flipped)
+	put("db/truncated", orig[:len(orig)/2])
+	put("db/notasnapshot", bytes.Repeat([]byte("x"), 4096))
+
+	for _, tc := range []struct {
+		name, key string
+		want      Expect
+		reason    string
+	}{
+		{"flipped byte", "db/flipped", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
+		{"truncated", "db/truncated", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
+		{"not a snapshot", "db/notasnapshot", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
+		{"missing", "db/missing", Expect{}, etcdv1beta2.ReasonBackupNotFound},
+		{"sha256 differs from the backup's record", "db/snap", Expect{SHA256: "00" + bk.SHA256[2:]}, etcdv1beta2.ReasonBackupCorrupt},
+		{"size differs from the backup's record", "db/snap", Expect{Size: bk.Size + 1}, etcdv1beta2.ReasonBackupCorrupt},
+		{"no space", "db/snap", Expect{Size: 1 << 50}, etcdv1beta2.ReasonInsufficientStorage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(t, bucket, tc.key, tc.want)
+			res := Restore(t.Context(), o)
+			if res.Outcome != OutcomeFailed || res.Reason != tc.reason {
+				t.Fatalf("got %+v, want Failed/%s", res, tc.reason)
+			}
+			if _, err := os.Stat(o.DataDir); !os.IsNotExist(err) {
+				t.Fatalf("a failed restore left a data dir: %v", err)
+			}
+		})
+	}
+}
+
+// TestResultFitsTerminationMessage: a long message is cut so the JSON stays parseable.
+func TestResultFitsTerminationMessage(t *testing.T) {
+	r := &Result{Outcome: OutcomeFailed, Reason: "X", Message: string(bytes.Repeat([]byte("m"), 10000))}
+	out := r.encode()
+	if len(out) > 4096 {
+		t.Fatalf("%d bytes", len(out))
+	}
+	if back, err := ParseResult(string(out)); err != nil || back.Reason != "X" {
+		t.Fatalf("%v %+v", err, back)
+	}
+}

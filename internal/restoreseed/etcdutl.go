@@ -1,0 +1,75 @@
+package restoreseed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// run runs etcdutl; its output is part of the error when it fails.
+func run(ctx context.Context, etcdutl string, args ...string) error {
+	_, err := output(ctx, etcdutl, args...)
+	return err
+}
+
+func output(ctx context.Context, etcdutl string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, etcdutl, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %s", etcdutl, strings.Join(args[:min(2, len(args))], " "), err, truncate(strings.TrimSpace(stderr.String()), 1000))
+	}
+	return stdout.Bytes(), nil
+}
+
+// snapshotStatusJSON is `etcdutl snapshot status -w json`.
+type snapshotStatusJSON struct {
+	Hash      uint32 `json:"hash"`
+	Revision  int64  `json:"revision"`
+	TotalKey  int64  `json:"totalKey"`
+	TotalSize int64  `json:"totalSize"`
+}
+
+// snapshotStatus reads the revision and key count of a snapshot file; a file etcdutl cannot
+// read is not a usable backup.
+func snapshotStatus(ctx context.Context, etcdutl, file string) (*snapshotStatusJSON, error) {
+	out, err := output(ctx, etcdutl, "snapshot", "status", file, "-w", "json")
+	if err != nil {
+		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot status: %w", err)
+	}
+	st := &snapshotStatusJSON{}
+	if err := json.Unmarshal(out, st); err != nil {
+		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot status printed %q: %w", truncate(string(out), 200), err)
+	}
+	return st, nil
+}
+
+// hashKVJSON is `etcdutl hashkv -w json`.
+type hashKVJSON struct {
+	Hash            uint32 `json:"hash"`
+	HashRevision    int64  `json:"hashRevision"`
+	CompactRevision int64  `json:"compactRevision"`
+}
+
+// hashKV computes the keyspace hash of a data file at rev. ok is false when this etcdutl has no
+// hashkv command (before etcd 3.6).
+func hashKV(ctx context.Context, etcdutl, db string, rev int64) (*hashKVJSON, bool, error) {
+	if help, err := output(ctx, etcdutl, "--help"); err != nil || !bytes.Contains(help, []byte("hashkv")) {
+		return nil, false, nil
+	}
+	out, err := output(ctx, etcdutl, "hashkv", db, "--rev", strconv.FormatInt(rev, 10), "-w", "json")
+	if err != nil {
+		return nil, false, err
+	}
+	h := &hashKVJSON{}
+	if err := json.Unmarshal(out, h); err != nil {
+		return nil, false, fmt.Errorf("etcdutl hashkv printed %q: %w", truncate(string(out), 200), err)
+	}
+	return h, true, nil
+}

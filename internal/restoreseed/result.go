@@ -1,0 +1,65 @@
+package restoreseed
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Outcomes of the seed's restore step.
+const (
+	OutcomeRestored        = "Restored"
+	OutcomeAlreadyRestored = "AlreadyRestored"
+	OutcomeFailed          = "Failed"
+)
+
+// Result is what the restore step reports through its termination message (at most 4096 bytes).
+type Result struct {
+	// Outcome is Restored, AlreadyRestored or Failed.
+	Outcome string `json:"outcome"`
+	// Reason is an EtcdRestore condition reason when Outcome is Failed.
+	Reason string `json:"reason,omitempty"`
+	// Message says what happened for a person.
+	Message string `json:"message,omitempty"`
+	// Size and SHA256 describe the object fetched.
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Revision is the newest revision in the snapshot (etcdutl snapshot status).
+	Revision int64 `json:"revision,omitempty"`
+	// TotalKeys is etcdutl's key count of the snapshot's backend (every revision's keys).
+	TotalKeys int64 `json:"totalKeys,omitempty"`
+	// HashKV is etcdutl hashkv of the restored data at Revision; 0 when etcdutl has no hashkv.
+	HashKV uint32 `json:"hashKV,omitempty"`
+	// CompactRevision is the compaction revision hashkv reported.
+	CompactRevision int64 `json:"compactRevision,omitempty"`
+	// Seconds is how long the step took.
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// ParseResult reads a Result from a termination message.
+func ParseResult(msg string) (*Result, error) {
+	r := &Result{}
+	if err := json.Unmarshal([]byte(msg), r); err != nil {
+		return nil, fmt.Errorf("reading the seed's result %q: %w", truncate(msg, 200), err)
+	}
+	if r.Outcome == "" {
+		return nil, fmt.Errorf("seed result %q has no outcome", truncate(msg, 200))
+	}
+	return r, nil
+}
+
+// encode renders r within the kubelet's 4096-byte termination message limit.
+func (r *Result) encode() []byte {
+	out, _ := json.Marshal(r)
+	for len(out) > 4000 && len(r.Message) > 0 {
+		r.Message = truncate(r.Message, len(r.Message)/2)
+		out, _ = json.Marshal(r)
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
