@@ -27,7 +27,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into manifests/ (and the 
 	hack/gen-manifests.sh $(CONTROLLER_GEN)
 
 .PHONY: verify-gen
-verify-gen: generate manifests ## Regenerate and fail if generated files are not committed as generated.
+verify-gen: generate manifests verify-api-docs verify-chart ## Regenerate and fail if generated files are not committed as generated.
 	@git diff --exit-code -- pkg/apis manifests internal/crds || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- pkg/apis manifests internal/crds)" || { git status --porcelain -- pkg/apis manifests internal/crds; echo "untracked generated files"; exit 1; }
 
@@ -43,6 +43,27 @@ vet: ## Run go vet (all build tags).
 .PHONY: lint
 lint: vet ## Static checks: gofmt and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "not gofmt-ed:"; echo "$$out"; exit 1; }
+
+##@ Docs and Helm chart
+.PHONY: api-docs
+api-docs: ## Generate docs/api-reference.md from the Go types (hack/tools/apidocs, offline).
+	go run ./hack/tools/apidocs -out docs/api-reference.md
+
+.PHONY: verify-api-docs
+verify-api-docs: ## Fail if docs/api-reference.md is stale or the Grafana dashboard uses a metric the code does not export.
+	go run ./hack/tools/apidocs -out docs/api-reference.md -verify -dashboard docs/grafana/etcd-operator-dashboard.json
+
+.PHONY: helm-gen
+helm-gen: ## Copy the generated CRDs and ClusterRoles of manifests/ into charts/etcd-operator (run after `make manifests`).
+	hack/helm.sh gen
+
+.PHONY: verify-chart
+verify-chart: ## Fail if the chart's CRDs or RBAC rules differ from manifests/ (offline, no helm needed).
+	hack/helm.sh verify
+
+.PHONY: helm-lint
+helm-lint: ## helm lint + helm template renders of charts/etcd-operator (builds the pinned helm into bin/ once).
+	hack/helm.sh lint
 
 ##@ Build
 .PHONY: build
