@@ -1,0 +1,154 @@
+//go:build e2e
+
+package backup
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// etcdClient connects from the host to endpoints (cluster DNS names, through the cluster DNS).
+func etcdClient(t testing.TB, f *framework.Framework, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(),
+		DialOptions:        []grpc.DialOption{grpc.WithContextDialer(f.DialTCP)},
+		MaxCallSendMsgSize: 2 << 20,
+	})
+	if err != nil {
+		t.Fatalf("etcd client for %v: %v", endpoints, err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// putKeys writes n keys prefix%08d with valueSize-byte values, batched into transactions of
+// batch puts (etcd's --max-txn-ops defaults to 128), `workers` transactions in flight.
+func putKeys(t testing.TB, cli *clientv3.Client, prefix string, n, valueSize, batch, workers int) {
+	t.Helper()
+	val := make([]byte, valueSize)
+	_, _ = rand.Read(val)
+	for i := range val { // printable, so a failure message quoting a value stays readable
+		val[i] = 'a' + val[i]%26
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := int(next.Add(int64(batch))) - batch
+				if start >= n {
+					return
+				}
+				ops := make([]clientv3.Op, 0, batch)
+				for i := start; i < min(start+batch, n); i++ {
+					ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s%08d", prefix, i), string(val)))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := cli.Txn(ctx).Then(ops...).Commit()
+				cancel()
+				if err != nil {
+					errs <- fmt.Errorf("txn of keys %d..%d: %w", start, start+len(ops)-1, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countKeys returns how many keys start with prefix.
+func countKeys(t testing.TB, cli *clientv3.Client, prefix string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatalf("counting keys under %s: %v", prefix, err)
+	}
+	return resp.Count
+}
+
+// getBackup reads the EtcdBackup ns/name.
+func getBackup(ctx context.Context, f *framework.Framework, ns, name string) (*etcdv1beta2.EtcdBackup, error) {
+	b := &etcdv1beta2.EtcdBackup{}
+	err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, b)
+	return b, err
+}
+
+// waitCompleted waits for the EtcdBackup to complete and fails the test at once when it fails.
+func waitCompleted(t testing.TB, f *framework.Framework, ns, name string, timeout time.Duration) *etcdv1beta2.EtcdBackup {
+	t.Helper()
+	var b *etcdv1beta2.EtcdBackup
+	framework.Eventually(t, timeout, "EtcdBackup "+ns+"/"+name+" Completed", func(ctx context.Context) (bool, error) {
+		var err error
+		if b, err = getBackup(ctx, f, ns, name); err != nil {
+			return false, err
+		}
+		if b.Status.Phase == etcdv1beta2.BackupPhaseFailed {
+			t.Fatalf("EtcdBackup %s/%s failed: %s", ns, name, b.Status.Reason)
+		}
+		return b.Status.Phase == etcdv1beta2.BackupPhaseCompleted, fmt.Errorf("phase %q, attempts %d, reason %q",
+			b.Status.Phase, b.Status.Attempts, b.Status.Reason)
+	})
+	return b
+}
+
+// failedReason returns the reason of the backup's Failed condition, or "".
+func failedReason(b *etcdv1beta2.EtcdBackup) string {
+	if c := meta.FindStatusCondition(b.Status.Conditions, etcdv1beta2.BackupConditionFailed); c != nil && c.Status == "True" {
+		return c.Reason
+	}
+	return ""
+}
+
+// restoreAndCount restores the snapshot file with etcdutl, starts an etcd on the restored data
+// directory and returns how many keys it holds under prefix.
+func restoreAndCount(t testing.TB, file, prefix string) int64 {
+	t.Helper()
+	restored := filepath.Join(t.TempDir(), "restored")
+	out, err := exec.Command(snapshottest.Bin(t, "etcdutl"), "snapshot", "restore", file, "--data-dir", restored).CombinedOutput()
+	if err != nil {
+		t.Fatalf("etcdutl snapshot restore %s: %v\n%s", file, err, out)
+	}
+	e := snapshottest.StartEtcd(t, restored)
+	defer e.Stop()
+	return countKeys(t, e.Client(t), prefix)
+}
+
+// waitClusterAvailable waits until the EtcdCluster is Available with size ready members.
+func waitClusterAvailable(t testing.TB, f *framework.Framework, ns, name string, size int32, timeout time.Duration) {
+	t.Helper()
+	framework.Eventually(t, timeout, fmt.Sprintf("EtcdCluster %s/%s Available with %d members", ns, name, size), func(ctx context.Context) (bool, error) {
+		c := &etcdv1beta2.EtcdCluster{}
+		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
+			return false, err
+		}
+		ok := meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) && c.Status.ReadyMembers == size
+		return ok, fmt.Errorf("phase %s, %d ready members, conditions %v", c.Status.Phase, c.Status.ReadyMembers, c.Status.Conditions)
+	})
+}
