@@ -84,4 +84,6 @@ func TestBackup3MemberClusterToEveryProvider(t *testing.T) {
 	}
 }
 
-func backupName(typ etcdv1beta2.BackupStorageType) string { return "to-" + strings.ToLower(string(typ)) }
+func backupName(typ etcdv1beta2.BackupStorageType) string {
+	return "to-" + strings.ToLower(string(typ))
+}
