@@ -31,6 +31,9 @@ type Options struct {
 	EtcdDialTimeout         time.Duration
 	EtcdRequestTimeout      time.Duration
 	GracefulShutdownTimeout time.Duration
+	// SeedAgentImage is the image with the restore-operator binary that restore seed pods run
+	// (restore-operator only); empty: the operator's own image.
+	SeedAgentImage string
 
 	// WatchNamespaces is WatchNamespace split on commas (Complete fills it); empty means all.
 	WatchNamespaces []string
@@ -67,6 +70,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.CreateCRD, "create-crd", o.CreateCRD, "Create or update the operators' CustomResourceDefinitions at start (the coreos/etcd-operator two-step install).")
 	fs.DurationVar(&o.EtcdDialTimeout, "etcd-dial-timeout", o.EtcdDialTimeout, "Timeout for connecting to an etcd member.")
 	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout, "Timeout for one etcd request (member list, status, membership change).")
+	fs.StringVar(&o.SeedAgentImage, "seed-agent-image", o.SeedAgentImage, "restore-operator: image with the restore-operator binary that a restore's seed pod runs to fetch and restore the backup. Default: the operator's own image (read from its pod through POD_NAME and POD_NAMESPACE).")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long to wait for running reconciles on shutdown.")
 	o.Zap.BindFlags(fs)
 }

@@ -118,3 +118,12 @@ func isAuthError(err error) bool {
 	}
 	return false
 }
+
+// ErrorReason returns the condition reason an OpenStore error carries (SecretNotFound,
+// InvalidCredentials, InvalidSpec), or "" for an error without one.
+func ErrorReason(err error) string {
+	if re, ok := errors.AsType[*reasonError](err); ok {
+		return re.reason
+	}
+	return ""
+}

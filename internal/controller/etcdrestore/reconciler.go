@@ -1,18 +1,30 @@
-// Package etcdrestore holds the controller of EtcdRestore.
+// Package etcdrestore holds the controller of EtcdRestore: it checks the backup, replaces or
+// creates the target EtcdCluster with a restore bootstrap, seeds its first member from the
+// backup, and reports success only once the etcd operator has grown the cluster to size and
+// every member holds the backup's keyspace.
 package etcdrestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=get;list;watch;update;patch
@@ -23,19 +35,69 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
+// LabelRestore is set on a restore's seed pod and volume: the name of the EtcdRestore.
+const LabelRestore = "etcd.database.coreos.com/restore"
+
+// Requeue intervals for what no watch reports.
+const (
+	requeueStep    = 2 * time.Second  // right after a change this pass made
+	requeueWait    = 5 * time.Second  // a pod starting, old pods terminating, a cluster growing
+	requeueBackoff = 30 * time.Second // a store or API error worth retrying
+)
+
 // Reconciler reconciles EtcdRestore objects.
 type Reconciler struct {
 	client.Client
 	Recorder record.EventRecorder
 	Options  *options.Options
+	// AgentImage is the image with the restore-operator binary, run as the seed's first init
+	// container; Setup finds it (--seed-agent-image, else the operator's own pod).
+	AgentImage string
+	// Check reads one member's keyspace figures; tests may replace it.
+	Check MemberCheck
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // Setup registers the EtcdRestore controller with the manager.
 func Setup(mgr ctrl.Manager, opts *options.Options) error {
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts}
+	image, err := agentImage(context.Background(), mgr.GetAPIReader(), opts)
+	if err != nil {
+		// Restores will fail with a condition that says this; the other kinds still work.
+		ctrl.Log.Error(err, "No image for the restore seed agent: restores cannot seed members")
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: image, Check: checkMember}
+	return r.SetupWithManager(mgr)
+}
+
+// SetupWithManager registers r with the manager: EtcdRestores, the seed pods (by label) and
+// the restored clusters (by their restore bootstrap) trigger passes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if name := o.GetLabels()[LabelRestore]; name != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		}
+		return nil
+	})
+	byBootstrap := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		c, ok := o.(*etcdv1beta2.EtcdCluster)
+		if ok && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Bootstrap.Restore.RestoreName}}}
+		}
+		return nil
+	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdRestore{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Watches(&corev1.Pod{}, byLabel).
+		Watches(&etcdv1beta2.EtcdCluster{}, byBootstrap).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the EtcdRestore controller: %w", err)
@@ -43,15 +105,103 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return nil
 }
 
-// Reconcile observes one EtcdRestore. Not yet implemented beyond observing: see the open issues.
+// Reconcile moves one EtcdRestore one step further: verify the backup, make the cluster, seed
+// it, wait for it to grow, verify it; or, once finished, delete a drill's scratch cluster when
+// its TTL ran out. Each pass ends with one status patch.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &etcdv1beta2.EtcdRestore{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+	rs := &etcdv1beta2.EtcdRestore{}
+	if err := r.Get(ctx, req.NamespacedName, rs); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdRestore %s: %w", req.NamespacedName, err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Observed EtcdRestore", "generation", obj.Generation)
-	return ctrl.Result{}, nil
+	if rs.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	before := rs.DeepCopy()
+	res, err := r.step(ctx, rs)
+	rs.Status.ObservedGeneration = rs.Generation
+	if !equalStatus(before, rs) {
+		if perr := r.Status().Patch(ctx, rs, client.MergeFrom(before)); perr != nil {
+			return ctrl.Result{}, errors.Join(err, fmt.Errorf("patching status of EtcdRestore %s: %w", klog.KObj(rs), perr))
+		}
+	}
+	return res, err
+}
+
+// step does the one thing rs needs next and says when to look again.
+func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if finished(rs) {
+		return r.expire(ctx, rs)
+	}
+	if rs.Status.StartTime == nil {
+		now := metav1.NewTime(r.now())
+		rs.Status.StartTime = &now
+		r.progress(rs, etcdv1beta2.RestorePhaseVerifying, "checking the backup before touching any cluster")
+		r.Recorder.Eventf(rs, corev1.EventTypeNormal, "Started", "Restoring into EtcdCluster %s", rs.Spec.EtcdCluster.Name)
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	if deadline := rs.Status.StartTime.Add(restoreTimeout(rs.Status.BackupSize)); r.now().After(deadline) {
+		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs)))
+		return ctrl.Result{}, nil
+	}
+
+	var (
+		res ctrl.Result
+		err error
+	)
+	switch {
+	case !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupVerified):
+		res, err = r.verifyBackup(ctx, rs)
+	case !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionSeeded):
+		res, err = r.seed(ctx, rs)
+	default:
+		res, err = r.complete(ctx, rs)
+	}
+	if err == nil {
+		return res, nil
+	}
+	if w, ok := errors.AsType[errWait](err); ok {
+		r.progress(rs, rs.Status.Phase, w.msg)
+		return ctrl.Result{RequeueAfter: requeueWait}, nil
+	}
+	if re, ok := errors.AsType[*reasonError](err); ok {
+		if !re.transient {
+			r.fail(rs, re.reason, re.Error())
+			return ctrl.Result{}, nil
+		}
+		log.Info("Retrying after a transient failure", "reason", re.reason, "error", re.Error())
+		r.progress(rs, rs.Status.Phase, "retrying: "+re.Error())
+		r.Recorder.Event(rs, corev1.EventTypeWarning, re.reason, re.Error())
+		return ctrl.Result{RequeueAfter: requeueBackoff}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// restoreTimeout bounds a whole restore: long enough to move and restore a multi-GiB backup
+// twice over a slow store, and for the cluster to grow.
+func restoreTimeout(size int64) time.Duration {
+	return 20*time.Minute + 2*snapshot.DefaultTimeout(size)
+}
+
+func describeProgress(rs *etcdv1beta2.EtcdRestore) string {
+	if c := findCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionComplete); c != nil {
+		return "last step: " + c.Message
+	}
+	return "phase " + string(rs.Status.Phase)
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func equalStatus(a, b *etcdv1beta2.EtcdRestore) bool {
+	return equality.Semantic.DeepEqual(a.Status, b.Status)
 }

@@ -1,0 +1,156 @@
+package etcdrestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/member"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// AnnotationClusterTemplate holds, on an EtcdRestore that replaces a cluster in place, the
+// replaced cluster's labels, annotations and spec, saved before the cluster is deleted so that
+// a restart of the operator between deleting and re-creating it loses nothing.
+const AnnotationClusterTemplate = "etcd.database.coreos.com/cluster-template"
+
+// template is what a restored cluster copies from its template.
+type template struct {
+	Labels      map[string]string        `json:"labels,omitempty"`
+	Annotations map[string]string        `json:"annotations,omitempty"`
+	Spec        etcdv1beta2.ClusterSpec `json:"spec"`
+}
+
+func templateOf(c *etcdv1beta2.EtcdCluster) *template {
+	t := &template{Labels: c.Labels, Annotations: map[string]string{}, Spec: *c.Spec.DeepCopy()}
+	for k, v := range c.Annotations {
+		if k != corev1.LastAppliedConfigAnnotation {
+			t.Annotations[k] = v
+		}
+	}
+	t.Spec.Bootstrap = nil
+	t.Spec.Paused = false
+	return t
+}
+
+// ours reports whether c is the cluster rs made.
+func ours(c *etcdv1beta2.EtcdCluster, rs *etcdv1beta2.EtcdRestore) bool {
+	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil && c.Spec.Bootstrap.Restore.RestoreName == rs.Name
+}
+
+// seedName is the seed member's pod name: the first member name the etcd operator would give.
+func seedName(cluster string) string { return cluster + "-0" }
+
+// ensureCluster returns the EtcdCluster rs restores into, once it exists with rs's restore
+// bootstrap. An existing cluster of that name is replaced (its spec saved first, then deleted
+// with its pods and volumes) unless rs is a restore into a new name; a new one copies its
+// template. It returns an errWait while old members are going away.
+func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*etcdv1beta2.EtcdCluster, error) {
+	name := rs.Spec.EtcdCluster.Name
+	c := &etcdv1beta2.EtcdCluster{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: name}, c)
+	switch {
+	case err == nil && ours(c, rs):
+		return c, nil
+	case err == nil && c.DeletionTimestamp != nil:
+		return nil, errWait{"waiting for the old EtcdCluster " + name + " to be deleted"}
+	case err == nil && rs.Spec.ClusterTemplate != nil:
+		return nil, failure(etcdv1beta2.ReasonClusterExists, "EtcdCluster %s already exists: a restore with clusterTemplate makes a new cluster and never replaces one; choose another name, or leave clusterTemplate unset to replace %s", name, name)
+	case err == nil:
+		return nil, r.replace(ctx, rs, c)
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("getting EtcdCluster %s: %w", name, err)
+	}
+
+	tmpl, err := r.template(ctx, rs)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitForLeftovers(ctx, rs.Namespace, name); err != nil {
+		return nil, err
+	}
+	c = &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, Labels: tmpl.Labels, Annotations: tmpl.Annotations},
+		Spec:       tmpl.Spec,
+	}
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: seedName(name)}}
+	if err := r.Create(ctx, c); err != nil {
+		return nil, fmt.Errorf("creating EtcdCluster %s: %w", name, err)
+	}
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) to be seeded from the backup", name, c.Spec.Size, c.Spec.Version)
+	return c, nil
+}
+
+// replace saves c's template on rs, then deletes c; its pods and volumes go with it.
+func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
+	if _, saved := rs.Annotations[AnnotationClusterTemplate]; !saved {
+		raw, err := json.Marshal(templateOf(c))
+		if err != nil {
+			return fmt.Errorf("saving the template of EtcdCluster %s: %w", c.Name, err)
+		}
+		patch := rs.DeepCopy()
+		if patch.Annotations == nil {
+			patch.Annotations = map[string]string{}
+		}
+		patch.Annotations[AnnotationClusterTemplate] = string(raw)
+		if err := r.Patch(ctx, patch, client.MergeFrom(rs)); err != nil {
+			return fmt.Errorf("saving the template of EtcdCluster %s: %w", c.Name, err)
+		}
+		rs.Annotations = patch.Annotations
+		rs.ResourceVersion = patch.ResourceVersion
+	}
+	if err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting EtcdCluster %s to replace it: %w", c.Name, err)
+	}
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup verified; deleted EtcdCluster %s with its members to restore it from %s", c.Name, rs.Status.BackupLocation)
+	return errWait{"deleting the old EtcdCluster " + c.Name + " and its members"}
+}
+
+// template returns the spec the new cluster copies: the replaced cluster's, saved on rs, or
+// clusterTemplate's.
+func (r *Reconciler) template(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*template, error) {
+	if raw, ok := rs.Annotations[AnnotationClusterTemplate]; ok {
+		t := &template{}
+		if err := json.Unmarshal([]byte(raw), t); err != nil {
+			return nil, failure(etcdv1beta2.ReasonTemplateNotFound, "annotation %s is not a cluster template: %v", AnnotationClusterTemplate, err)
+		}
+		return t, nil
+	}
+	if rs.Spec.ClusterTemplate == nil {
+		return nil, failure(etcdv1beta2.ReasonTemplateNotFound, "EtcdCluster %s does not exist, so it cannot be the template: set clusterTemplate to the EtcdCluster whose spec the restored cluster copies", rs.Spec.EtcdCluster.Name)
+	}
+	c := &etcdv1beta2.EtcdCluster{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterTemplate.Name}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, failure(etcdv1beta2.ReasonTemplateNotFound, "clusterTemplate EtcdCluster %s not found", rs.Spec.ClusterTemplate.Name)
+		}
+		return nil, fmt.Errorf("getting clusterTemplate %s: %w", rs.Spec.ClusterTemplate.Name, err)
+	}
+	t := templateOf(c)
+	t.Labels, t.Annotations = nil, nil // a scratch cluster is not the template's twin for selectors
+	return t, nil
+}
+
+// waitForLeftovers waits until no member pod or volume of an earlier cluster of this name
+// remains, so the new members' names and volumes start clean.
+func (r *Reconciler) waitForLeftovers(ctx context.Context, ns, name string) error {
+	sel := client.MatchingLabels{member.LabelApp: member.AppEtcd, member.LabelCluster: name}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(ns), sel); err != nil {
+		return fmt.Errorf("listing pods of EtcdCluster %s: %w", name, err)
+	}
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, pvcs, client.InNamespace(ns), sel); err != nil {
+		return fmt.Errorf("listing volumes of EtcdCluster %s: %w", name, err)
+	}
+	if n, m := len(pods.Items), len(pvcs.Items); n+m > 0 {
+		return errWait{fmt.Sprintf("waiting for %d pods and %d volumes of the old EtcdCluster %s to be deleted", n, m, name)}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package etcdrestore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/member"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// complete waits until the etcd operator has grown the cluster to its size and it is
+// Available, then checks every member: the keyspace hash and key count at the backup's
+// revision equal the seed's, and the revision is at least the backup's. Only then is the
+// restore successful.
+func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
+	c := &etcdv1beta2.EtcdCluster{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, failure(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s was deleted during the restore", rs.Spec.EtcdCluster.Name)
+		}
+		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", rs.Spec.EtcdCluster.Name, err)
+	}
+	if !ours(c, rs) {
+		return ctrl.Result{}, failure(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s was replaced by another one during the restore", c.Name)
+	}
+	ready := c.Status.Members.Ready
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) || int32(len(ready)) != c.Spec.Size || c.Status.ReadyMembers != c.Spec.Size || len(c.Status.Members.Unready) > 0 {
+		r.progress(rs, etcdv1beta2.RestorePhaseGrowing, fmt.Sprintf("waiting for the etcd operator to grow EtcdCluster %s: %d of %d members ready", c.Name, len(ready), c.Spec.Size))
+		return ctrl.Result{RequeueAfter: requeueWait}, nil
+	}
+	tlsCfg, err := r.clientTLS(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	v := rs.Status.Verification
+	names := append([]string(nil), ready...)
+	sort.Strings(names)
+	var restored int64
+	for _, name := range names {
+		st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, v.Revision)
+		if err != nil {
+			r.progress(rs, etcdv1beta2.RestorePhaseGrowing, fmt.Sprintf("checking member %s: %v", name, err))
+			return ctrl.Result{RequeueAfter: requeueWait}, nil
+		}
+		if st.Hash != uint32(v.Hash) || st.Keys != v.Keys { //nolint:gosec // v.Hash came from a uint32
+			v.Passed = false
+			return ctrl.Result{}, failure(etcdv1beta2.ReasonVerificationFailed, "member %s holds %d keys with keyspace hash %d at revision %d, the seed held %d keys with hash %d", name, st.Keys, st.Hash, v.Revision, v.Keys, v.Hash)
+		}
+		if st.Revision < v.Revision {
+			return ctrl.Result{}, failure(etcdv1beta2.ReasonRevisionMismatch, "member %s is at revision %d, below the backup's %d", name, st.Revision, v.Revision)
+		}
+		restored = max(restored, st.Revision)
+	}
+	v.MembersVerified = int32(len(names)) //nolint:gosec // at most 7 members
+	v.Passed = true
+	rs.Status.RestoredRevision = restored
+	r.succeed(rs, fmt.Sprintf("EtcdCluster %s is Available with %d members, each holding the backup's %d keys at revision %d (keyspace hash %d)", c.Name, len(names), v.Keys, v.Revision, v.Hash))
+	return r.expire(ctx, rs)
+}
+
+// expire deletes the scratch cluster of a finished restore drill once ttlSecondsAfterFinished
+// has passed. A cluster restored in place is never deleted (admission refuses the TTL there),
+// nor is a cluster this restore did not make.
+func (r *Reconciler) expire(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
+	ttl := rs.Spec.TTLSecondsAfterFinished
+	if ttl == nil || rs.Spec.ClusterTemplate == nil || rs.Status.ClusterDeletedTime != nil || rs.Status.CompletionTime == nil {
+		return ctrl.Result{}, nil
+	}
+	if wait := rs.Status.CompletionTime.Add(time.Duration(*ttl) * time.Second).Sub(r.now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	c := &etcdv1beta2.EtcdCluster{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", rs.Spec.EtcdCluster.Name, err)
+	}
+	if err == nil && ours(c, rs) {
+		if err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting scratch EtcdCluster %s: %w", c.Name, err)
+		}
+		r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterDeleted", "Deleted scratch EtcdCluster %s %ds after the restore finished", c.Name, *ttl)
+	}
+	// A seed that failed before the etcd operator adopted it is owned by this restore only.
+	seed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: seedName(rs.Spec.EtcdCluster.Name)}}
+	if err := r.Delete(ctx, seed); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting seed pod %s: %w", seed.Name, err)
+	}
+	now := metav1.NewTime(r.now())
+	rs.Status.ClusterDeletedTime = &now
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,324 @@
+package etcdrestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
+	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
+)
+
+// store is a MinIO bucket holding one real etcd snapshot under "etcd.backup", plus a flipped,
+// a truncated copy, and the credentials Secret in ns.
+type store struct {
+	bucket *backuptest.Bucket
+	b      backend.Backend
+	backup snapshot.Result
+}
+
+func newStore(t *testing.T, ns string) *store {
+	t.Helper()
+	bk := backuptest.NewS3Bucket(t)
+	src := bk.Source("x", "aws")
+	b, err := factory.New(t.Context(), factory.Config{Type: factory.S3, Bucket: bk.Name, Secret: bk.Secret, Endpoint: src.S3.Endpoint, ForcePathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	e := snapshottest.StartEtcd(t, "")
+	snapshottest.Put(t, e.Client(t), "k", 200, 64)
+	res, err := snapshot.Take(t.Context(), &snapshot.Config{
+		Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second,
+		Key: func(int64, time.Time) string { return "etcd.backup" },
+	}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := b.Get(t.Context(), "etcd.backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	flipped := bytes.Clone(data)
+	flipped[len(flipped)/3] ^= 0x01
+	for key, val := range map[string][]byte{"flipped.backup": flipped, "truncated.backup": data[:len(data)-100]} {
+		if err := b.Put(t.Context(), key, bytes.NewReader(val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(t, secret(ns, "aws", bk.Secret))
+	return &store{bucket: bk, b: b, backup: res}
+}
+
+// restore is the coreos-shaped EtcdRestore of key into cluster.
+func (s *store) restore(ns, name, cluster, key string) *etcdv1beta2.EtcdRestore {
+	return &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: etcdv1beta2.RestoreSpec{
+			EtcdCluster:       etcdv1beta2.EtcdClusterRef{Name: cluster},
+			BackupStorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupSource:      s.bucket.Source(key, "aws"),
+		},
+	}
+}
+
+func cluster(ns, name string, size int32) *etcdv1beta2.EtcdCluster {
+	return &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"team": "a"}},
+		Spec:       etcdv1beta2.ClusterSpec{Size: size, Version: "3.6.16"},
+	}
+}
+
+// TestBadBackupLeavesClusterUntouched: a corrupted, truncated or missing object fails the
+// restore with its reason before anything happens to the cluster it names.
+func TestBadBackupLeavesClusterUntouched(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	c := cluster(ns, "prod", 3)
+	create(t, c)
+	for _, tc := range []struct{ name, key, reason string }{
+		{"flipped", "flipped.backup", etcdv1beta2.ReasonBackupCorrupt},
+		{"truncated", "truncated.backup", etcdv1beta2.ReasonBackupCorrupt},
+		{"missing", "missing.backup", etcdv1beta2.ReasonBackupNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			create(t, s.restore(ns, tc.name, "prod", tc.key))
+			rs := waitCondition(t, ns, tc.name, etcdv1beta2.RestoreConditionFailed, "True/"+tc.reason)
+			if rs.Status.Phase != etcdv1beta2.RestorePhaseFailed || rs.Status.Succeeded || !strings.Contains(rs.Status.Reason, "no cluster was changed") {
+				t.Errorf("status %+v", rs.Status)
+			}
+			if v := findCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupVerified); v == nil || v.Status != metav1.ConditionFalse {
+				t.Errorf("BackupVerified = %+v, want False", v)
+			}
+			got, err := getCluster(t, ns, "prod")
+			if err != nil || got.UID != c.UID || got.DeletionTimestamp != nil || got.Spec.Bootstrap != nil {
+				t.Fatalf("cluster touched: %v %+v", err, got.ObjectMeta)
+			}
+			pods := &corev1.PodList{}
+			if err := k8s.List(t.Context(), pods); err != nil || len(podsIn(pods, ns)) > 0 {
+				t.Fatalf("pods created: %v %v", err, podsIn(pods, ns))
+			}
+		})
+	}
+}
+
+func podsIn(l *corev1.PodList, ns string) []string {
+	var out []string
+	for _, p := range l.Items {
+		if p.Namespace == ns {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// TestReplaceSeedGrowVerify walks an in-place restore through every step: the old cluster is
+// deleted only after the backup checked out, the new one copies its spec with the restore
+// bootstrap, the seed pod fetches exactly the verified object, and success needs every member
+// to match the seed's keyspace.
+func TestReplaceSeedGrowVerify(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	old := cluster(ns, "prod", 3)
+	create(t, old)
+	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
+
+	// The old cluster is deleted in the foreground; envtest has no garbage collector, so the
+	// test plays it and removes the finalizer.
+	eventually(t, "old cluster deleted", func() (bool, string) {
+		c, err := getCluster(t, ns, "prod")
+		if err != nil {
+			return false, err.Error()
+		}
+		if c.UID == old.UID && c.DeletionTimestamp != nil {
+			c.Finalizers = nil
+			_ = k8s.Update(t.Context(), c)
+			return false, "finalizer removed"
+		}
+		return c.UID != old.UID, "uid " + string(c.UID)
+	})
+	rs := getRestore(t, ns, "prod")
+	if _, ok := rs.Annotations[AnnotationClusterTemplate]; !ok {
+		t.Error("template not saved before the cluster was deleted")
+	}
+	c, err := getCluster(t, ns, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec.Size != 3 || c.Labels["team"] != "a" || c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil ||
+		c.Spec.Bootstrap.Restore.RestoreName != "prod" || c.Spec.Bootstrap.Restore.SeedMember != "prod-0" {
+		t.Fatalf("new cluster %+v labels %v", c.Spec, c.Labels)
+	}
+
+	pod := &corev1.Pod{}
+	eventually(t, "seed pod", func() (bool, string) {
+		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "prod-0"}, pod)
+		return err == nil, fmt.Sprint(err)
+	})
+	if len(pod.Spec.InitContainers) != 2 || pod.Spec.InitContainers[0].Image != "etcd-operator:test" || pod.Spec.InitContainers[1].Image != pod.Spec.Containers[0].Image {
+		t.Fatalf("init containers %+v", pod.Spec.InitContainers)
+	}
+	args := strings.Join(pod.Spec.InitContainers[1].Command, " ")
+	for _, want := range []string{"--sha256=" + s.backup.SHA256, fmt.Sprintf("--size=%d", s.backup.Size), "--key=etcd.backup", "--bucket=" + s.bucket.Name, "--secret-dir=", "--force-path-style", "--initial-cluster-token=" + string(c.UID), "--name=prod-0"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("restore step %q lacks %q", args, want)
+		}
+	}
+	if pod.Labels[member.LabelCluster] != "prod" || pod.Labels[LabelRestore] != "prod" || pod.Spec.Subdomain != "prod" {
+		t.Errorf("seed identity: labels %v subdomain %s", pod.Labels, pod.Spec.Subdomain)
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		t.Errorf("seed has a controller %v: the etcd operator could not adopt it", ref)
+	}
+
+	// The kubelet's part: the restore step finished, etcd runs and is ready.
+	const rev, hash = 201, 12345
+	msg := fmt.Sprintf(`{"outcome":"Restored","revision":%d,"hashKV":%d,"size":%d}`, rev, hash, s.backup.Size)
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: msg}}}}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	members.set(member.Host(c, "prod-0"), MemberState{Hash: hash, Keys: 200, Revision: rev})
+	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
+	if rs.Status.Verification == nil || rs.Status.Verification.Keys != 200 || rs.Status.Verification.SnapshotHash != hash {
+		t.Fatalf("verification after seeding: %+v", rs.Status.Verification)
+	}
+
+	// The etcd operator's part: the cluster grows; one member is not there yet, then all are.
+	members.set(member.Host(c, "prod-1"), MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
+	members.set(member.Host(c, "prod-2"), MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
+	c.Status.Members.Ready = []string{"prod-0", "prod-1"}
+	c.Status.ReadyMembers = 2
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if rs := getRestore(t, ns, "prod"); rs.Status.Succeeded {
+		t.Fatal("succeeded with 2 of 3 members ready")
+	}
+	c.Status.Members.Ready = []string{"prod-0", "prod-1", "prod-2"}
+	c.Status.ReadyMembers = 3
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionComplete, "True/"+etcdv1beta2.ReasonRestoreSucceeded)
+	v := rs.Status.Verification
+	if !rs.Status.Succeeded || !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision != rev+5 || rs.Status.Duration == nil || rs.Status.BackupSHA256 != s.backup.SHA256 {
+		t.Fatalf("status %+v verification %+v", rs.Status, v)
+	}
+}
+
+// TestMemberMismatchFails: a member whose keyspace differs from the seed's fails the restore.
+func TestMemberMismatchFails(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	create(t, cluster(ns, "tmpl", 3))
+	rs := s.restore(ns, "drill", "scratch", "etcd.backup")
+	rs.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
+	rs.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
+	create(t, rs)
+	pod := &corev1.Pod{}
+	eventually(t, "seed pod", func() (bool, string) {
+		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "scratch-0"}, pod)
+		return err == nil, fmt.Sprint(err)
+	})
+	c, err := getCluster(t, ns, "scratch")
+	if err != nil || c.Labels["team"] != "" {
+		t.Fatalf("scratch cluster %v labels %v: a drill must not copy the template's labels", err, c.Labels)
+	}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"outcome":"Restored","revision":9}`}}}}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range []uint32{7, 8, 7} {
+		members.set(member.Host(c, fmt.Sprintf("scratch-%d", i)), MemberState{Hash: h, Keys: 3, Revision: 9})
+	}
+	waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
+	c.Status.Members.Ready = []string{"scratch-0", "scratch-1", "scratch-2"}
+	c.Status.ReadyMembers = 3
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonVerificationFailed)
+	if !strings.Contains(got.Status.Reason, "scratch-1") {
+		t.Errorf("reason %q does not name the member", got.Status.Reason)
+	}
+	// The TTL then deletes the scratch cluster, and only it.
+	eventually(t, "scratch cluster deleted", func() (bool, string) {
+		c, err := getCluster(t, ns, "scratch")
+		return err != nil || c.DeletionTimestamp != nil, "still there"
+	})
+	if _, err := getCluster(t, ns, "tmpl"); err != nil {
+		t.Fatalf("template cluster: %v", err)
+	}
+}
+
+// TestDrillNeverReplaces: a restore with clusterTemplate into a name that exists fails and
+// leaves that cluster alone; so does a seed that reports a terminal failure.
+func TestDrillNeverReplaces(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	create(t, cluster(ns, "tmpl", 1))
+	existing := cluster(ns, "taken", 1)
+	create(t, existing)
+	rs := s.restore(ns, "drill", "taken", "etcd.backup")
+	rs.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
+	create(t, rs)
+	waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonClusterExists)
+	if c, err := getCluster(t, ns, "taken"); err != nil || c.UID != existing.UID || c.DeletionTimestamp != nil {
+		t.Fatalf("existing cluster touched: %v", err)
+	}
+
+	// A seed that runs out of space: Failed with that reason, the crash-looping pod removed.
+	rs2 := s.restore(ns, "nospace", "fresh", "etcd.backup")
+	rs2.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
+	create(t, rs2)
+	pod := &corev1.Pod{}
+	eventually(t, "seed pod", func() (bool, string) {
+		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fresh-0"}, pod)
+		return err == nil, fmt.Sprint(err)
+	})
+	res := restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: mustJSON(t, res)}}}}
+	if err := k8s.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(t, ns, "nospace", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonInsufficientStorage)
+	if !strings.Contains(got.Status.Reason, "10 MiB free") || !strings.Contains(got.Status.Reason, "create a new EtcdRestore") {
+		t.Errorf("reason %q", got.Status.Reason)
+	}
+	eventually(t, "failed seed pod deleted", func() (bool, string) {
+		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fresh-0"}, pod)
+		return err != nil || pod.DeletionTimestamp != nil, "still there"
+	})
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,125 @@
+package etcdrestore
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+var (
+	k8s     client.Client
+	members = &fakeMembers{states: map[string]MemberState{}}
+)
+
+// fakeMembers stands in for etcd members: envtest runs no pods. Keyed by the member's host.
+type fakeMembers struct {
+	mu     sync.Mutex
+	states map[string]MemberState
+}
+
+func (f *fakeMembers) set(host string, st MemberState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.states[host] = st
+}
+
+func (f *fakeMembers) check(_ context.Context, endpoint string, _ *tls.Config, _ int64) (MemberState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	host := strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://")
+	host, _, _ = strings.Cut(host, ":")
+	st, ok := f.states[host]
+	if !ok {
+		return MemberState{}, fmt.Errorf("no member at %s", endpoint)
+	}
+	return st, nil
+}
+
+// TestMain starts envtest and a manager running the real EtcdRestore controller with fake
+// member checks.
+func TestMain(m *testing.M) {
+	os.Exit(testutil.RunManagerSuite(m, func(_ context.Context, env *testutil.Env, mgr ctrl.Manager) error {
+		k8s = env.Client
+		opts := options.New("restore-operator")
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: "etcd-operator:test", Check: members.check}
+		return r.SetupWithManager(mgr)
+	}))
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	return testutil.Namespace(t, k8s, "restore")
+}
+
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last state: %s", what, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func getRestore(t *testing.T, ns, name string) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	rs := &etcdv1beta2.EtcdRestore{}
+	if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, rs); err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// waitCondition waits until the restore's condition typ has status/reason.
+func waitCondition(t *testing.T, ns, name, typ, want string) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	var rs *etcdv1beta2.EtcdRestore
+	eventually(t, name+" "+typ+"="+want, func() (bool, string) {
+		rs = getRestore(t, ns, name)
+		c := meta.FindStatusCondition(rs.Status.Conditions, typ)
+		if c == nil {
+			return false, fmt.Sprintf("phase %s, conditions %v", rs.Status.Phase, rs.Status.Conditions)
+		}
+		got := string(c.Status) + "/" + c.Reason
+		return got == want, got + ": " + c.Message
+	})
+	return rs
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getCluster(t *testing.T, ns, name string) (*etcdv1beta2.EtcdCluster, error) {
+	c := &etcdv1beta2.EtcdCluster{}
+	return c, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, c)
+}
+
+func secret(ns, name string, data map[string][]byte) *corev1.Secret {
+	s := &corev1.Secret{Data: data}
+	s.Namespace, s.Name = ns, name
+	return s
+}
