@@ -49,7 +49,9 @@ type Options struct {
 func (o *Options) workDir() string { return filepath.Join(filepath.Dir(o.DataDir), "restore-work") }
 
 // savedResult is the copy of the Result kept on the data volume for runs after the first.
-func (o *Options) savedResult() string { return filepath.Join(filepath.Dir(o.DataDir), "restore-result.json") }
+func (o *Options) savedResult() string {
+	return filepath.Join(filepath.Dir(o.DataDir), "restore-result.json")
+}
 
 // Main runs the agent with args (after Command) and returns the process exit code.
 func Main(args []string) int {

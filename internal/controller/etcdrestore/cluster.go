@@ -22,8 +22,8 @@ const AnnotationClusterTemplate = "etcd.database.coreos.com/cluster-template"
 
 // template is what a restored cluster copies from its template.
 type template struct {
-	Labels      map[string]string        `json:"labels,omitempty"`
-	Annotations map[string]string        `json:"annotations,omitempty"`
+	Labels      map[string]string       `json:"labels,omitempty"`
+	Annotations map[string]string       `json:"annotations,omitempty"`
 	Spec        etcdv1beta2.ClusterSpec `json:"spec"`
 }
 

@@ -252,4 +252,3 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
-
