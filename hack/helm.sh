@@ -7,7 +7,9 @@
 #                          chart (charts/etcd-operator/crds, files/rbac): never edit those copies
 #   hack/helm.sh verify    fail if the chart's copies differ from manifests/ (offline, no helm)
 #   hack/helm.sh lint      verify, helm lint, and helm template with several value sets, checking
-#                          that the rendered ClusterRoles carry exactly the generated rules
+#                          that the rendered ClusterRoles carry exactly the generated rules and
+#                          the Deployments run the operators as manifests/deploy does
+#                          (hack/tools/chartcheck)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HELM_VERSION="${HELM_VERSION:-v3.21.4}"
@@ -96,6 +98,9 @@ lint() {
       { echo "rendered ClusterRole eo-$name differs from manifests/rbac/$src/role.yaml" >&2; diff <(rules_of "$ROOT_DIR/manifests/rbac/$src/role.yaml" "$name") <(rules_of "$tmp/default.yaml" "eo-$name") >&2; exit 1; }
     [ -n "$(rules_of "$tmp/default.yaml" "eo-$name")" ] || { echo "no rules rendered for eo-$name" >&2; exit 1; }
   done
+  # The Deployments run the operators exactly as manifests/deploy does.
+  (cd "$ROOT_DIR" && go run ./hack/tools/chartcheck "$tmp/default.yaml" manifests/deploy/*.yaml)
+  grep -q -- '--seed-agent-image=etcd-operator:dev' "$tmp/ns.yaml" || { echo "namespaced install without --seed-agent-image" >&2; exit 1; }
   grep -q -- '--watch-namespace=team-a,team-b' "$tmp/ns.yaml" || { echo "watchNamespace not rendered" >&2; exit 1; }
   ! grep -q 'kind: ClusterRoleBinding' "$tmp/ns.yaml" || { echo "namespaced install rendered a ClusterRoleBinding" >&2; exit 1; }
   grep -q -- '--create-crd' "$tmp/crd.yaml" || { echo "createCustomResource did not add --create-crd" >&2; exit 1; }
