@@ -1,0 +1,245 @@
+//go:build e2e
+
+// Package restore runs the restore operator as deployed on the local cluster: backups of a
+// 3-member EtcdCluster in MinIO restored in place after losing every member, into a scratch
+// name while the original serves, and refused when the object is corrupted or missing.
+package restore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+const (
+	keys   = 100_000
+	prefix = "/registry/e2e/"
+)
+
+// TestRestore is issue 7's acceptance on the local cluster, as one story so the 100k-key cluster
+// is built once:
+//  1. a 3-member PVC-backed cluster with 100k keys is backed up to MinIO;
+//  2. a corrupted and a missing object each fail their EtcdRestore with the reason, and the
+//     cluster they name keeps serving, untouched;
+//  3. a restore into a new name (a drill) succeeds while the original keeps serving;
+//  4. every member pod and volume is deleted, and the coreos-shaped EtcdRestore brings the cluster
+//     back at size 3 with every key and value, while the restore operator is killed mid-way.
+func TestRestore(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	stores := framework.ObjectStores(t)
+	ns := f.CreateNamespace(t, "restore")
+	ctx := t.Context()
+
+	db := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: etcdv1beta2.ClusterSpec{Size: 3}}
+	db.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
+	}}
+	f.Create(t, db)
+	f.WaitClusterAvailable(t, ns, "db", 3, 5*time.Minute)
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
+	start := time.Now()
+	framework.PutDataset(t, cli, prefix, 0, keys)
+	want := framework.KeyspaceSHA256(t, cli, prefix)
+	t.Logf("wrote %d keys in %s", keys, time.Since(start).Round(time.Millisecond))
+
+	bucket := stores.NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
+	bucket.CreateSecret(t, f, ns, "aws")
+	f.Create(t, &etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-backup"},
+		Spec: etcdv1beta2.BackupSpec{
+			EtcdEndpoints: []string{framework.ClientEndpoint(ns, "db")},
+			StorageType:   etcdv1beta2.BackupStorageTypeS3,
+			BackupSource:  bucket.Source("db/etcd.backup", "aws"),
+		},
+	})
+	backup := waitBackup(t, f, ns, "db-backup")
+	t.Logf("backup: %d bytes at revision %d in %s", backup.Status.Size, backup.Status.EtcdRevision, backup.Status.Duration.Duration)
+
+	// 2. Bad backups: the named cluster is untouched.
+	copyObject(t, bucket, "db/etcd.backup", "db/corrupt.backup")
+	bucket.FlipByte(t, "db/corrupt.backup", backup.Status.Size/2)
+	for _, tc := range []struct{ name, key, reason string }{
+		{"corrupt", "db/corrupt.backup", etcdv1beta2.ReasonBackupCorrupt},
+		{"missing", "db/missing.backup", etcdv1beta2.ReasonBackupNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.Create(t, coreosRestore(ns, tc.name, "db", bucket.Source(tc.key, "aws")))
+			rs := waitFinished(t, f, ns, tc.name, 2*time.Minute)
+			if c := meta.FindStatusCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionFailed); c == nil || c.Status != metav1.ConditionTrue || c.Reason != tc.reason {
+				t.Fatalf("Failed condition %+v, want True/%s", c, tc.reason)
+			}
+			t.Logf("refused: %s", rs.Status.Reason)
+			c, err := f.GetCluster(ctx, ns, "db")
+			if err != nil || c.UID != db.UID || c.DeletionTimestamp != nil || c.Spec.Bootstrap != nil {
+				t.Fatalf("cluster db touched by a failed restore: %v", err)
+			}
+			if got := framework.KeyspaceSHA256(t, cli, prefix); got != want {
+				t.Fatal("cluster db's keyspace changed")
+			}
+		})
+	}
+
+	// 3. A drill into a scratch name while the original serves and takes writes.
+	drill := &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drill"},
+		Spec: etcdv1beta2.RestoreSpec{
+			EtcdCluster:             etcdv1beta2.EtcdClusterRef{Name: "db-drill"},
+			ClusterTemplate:         &etcdv1beta2.EtcdClusterRef{Name: "db"},
+			BackupRef:               &etcdv1beta2.LocalObjectReference{Name: "db-backup"},
+			TTLSecondsAfterFinished: ptr.To[int32](5),
+		},
+	}
+	f.Create(t, drill)
+	rs := waitSucceeded(t, f, ns, "drill", 6*time.Minute)
+	t.Logf("drill: RTO %s, verification %+v", rs.Status.Duration.Duration, *rs.Status.Verification)
+	// The scratch cluster is gone after the TTL; check its data first if it is still there.
+	if got := framework.KeyspaceSHA256(t, cli, prefix); got != want {
+		t.Fatal("the original's keyspace changed during the drill")
+	}
+	framework.PutDataset(t, cli, "/after-drill/", 0, 10)
+	framework.Eventually(t, time.Minute, "scratch cluster db-drill deleted after its TTL", func(ctx context.Context) (bool, error) {
+		_, err := f.GetCluster(ctx, ns, "db-drill")
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("still there: %v", err)
+	})
+
+	// 4. The disaster: every member pod and volume of db is gone.
+	disaster := time.Now()
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.PersistentVolumeClaimList{}} {
+		if err := f.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"etcd_cluster": "db"}); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(list)
+		for _, o := range items {
+			if err := f.Client.Delete(ctx, o.(client.Object), client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.Create(t, coreosRestore(ns, "db", "db", bucket.Source("db/etcd.backup", "aws")))
+	// Kill the restore operator while the restore is under way.
+	framework.Eventually(t, 3*time.Minute, "restore db under way", func(ctx context.Context) (bool, error) {
+		rs, err := getRestore(ctx, f, ns, "db")
+		if err != nil {
+			return false, err
+		}
+		return rs.Status.Phase == etcdv1beta2.RestorePhaseSeeding || rs.Status.Phase == etcdv1beta2.RestorePhaseGrowing, fmt.Errorf("phase %q", rs.Status.Phase)
+	})
+	if out, errOut, err := f.Kubectl(ctx, "-n", "etcd-operator-system", "delete", "pod", "-l", "app.kubernetes.io/name=restore-operator", "--wait=false"); err != nil {
+		t.Fatalf("killing the restore operator: %v %s %s", err, out, errOut)
+	}
+	rs = waitSucceeded(t, f, ns, "db", 8*time.Minute)
+	total := time.Since(disaster)
+	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
+	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
+	n, diffs := framework.CheckDataset(t, cli, prefix, keys)
+	if len(diffs) > 0 {
+		t.Fatalf("restored cluster: %d keys, differences: %s", n, strings.Join(diffs, "; "))
+	}
+	if got := framework.KeyspaceSHA256(t, cli, prefix); got != want {
+		t.Fatal("restored keyspace hash differs from the one before the backup")
+	}
+	v := rs.Status.Verification
+	if !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision < backup.Status.EtcdRevision {
+		t.Fatalf("verification %+v, restored revision %d, backup revision %d", *v, rs.Status.RestoredRevision, backup.Status.EtcdRevision)
+	}
+	t.Logf("RTO of the %d-key restore: %s in status (disaster to verified: %s); backup %d bytes; verification %+v",
+		keys, rs.Status.Duration.Duration, total.Round(time.Millisecond), rs.Status.BackupSize, *v)
+}
+
+func coreosRestore(ns, name, cluster string, src etcdv1beta2.BackupSource) *etcdv1beta2.EtcdRestore {
+	return &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: etcdv1beta2.RestoreSpec{
+			EtcdCluster:       etcdv1beta2.EtcdClusterRef{Name: cluster},
+			BackupStorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupSource:      src,
+		},
+	}
+}
+
+func getRestore(ctx context.Context, f *framework.Framework, ns, name string) (*etcdv1beta2.EtcdRestore, error) {
+	rs := &etcdv1beta2.EtcdRestore{}
+	return rs, f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rs)
+}
+
+// waitFinished waits until the restore succeeded or failed.
+func waitFinished(t testing.TB, f *framework.Framework, ns, name string, timeout time.Duration) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	var rs *etcdv1beta2.EtcdRestore
+	last := ""
+	framework.Eventually(t, timeout, "EtcdRestore "+ns+"/"+name+" finished", func(ctx context.Context) (bool, error) {
+		var err error
+		if rs, err = getRestore(ctx, f, ns, name); err != nil {
+			return false, err
+		}
+		msg := ""
+		if c := meta.FindStatusCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionComplete); c != nil {
+			msg = c.Message
+		}
+		if state := string(rs.Status.Phase) + ": " + msg; state != last {
+			t.Logf("%s %s", name, state)
+			last = state
+		}
+		return rs.Status.Phase == etcdv1beta2.RestorePhaseSucceeded || rs.Status.Phase == etcdv1beta2.RestorePhaseFailed, fmt.Errorf("phase %s: %s", rs.Status.Phase, msg)
+	})
+	return rs
+}
+
+func waitSucceeded(t testing.TB, f *framework.Framework, ns, name string, timeout time.Duration) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	rs := waitFinished(t, f, ns, name, timeout)
+	if !rs.Status.Succeeded {
+		f.DumpNamespace(t, ns)
+		t.Fatalf("EtcdRestore %s failed: %s", name, rs.Status.Reason)
+	}
+	return rs
+}
+
+func waitBackup(t testing.TB, f *framework.Framework, ns, name string) *etcdv1beta2.EtcdBackup {
+	t.Helper()
+	b := &etcdv1beta2.EtcdBackup{}
+	framework.Eventually(t, 3*time.Minute, "EtcdBackup "+name+" completed", func(ctx context.Context) (bool, error) {
+		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
+			return false, err
+		}
+		if b.Status.Phase == etcdv1beta2.BackupPhaseFailed {
+			t.Fatalf("backup failed: %s", b.Status.Reason)
+		}
+		return b.Status.Phase == etcdv1beta2.BackupPhaseCompleted, fmt.Errorf("phase %q", b.Status.Phase)
+	})
+	return b
+}
+
+// copyObject copies an object within the bucket.
+func copyObject(t testing.TB, b *framework.Bucket, from, to string) {
+	t.Helper()
+	rc, err := b.Backend().Get(t.Context(), from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Backend().Put(t.Context(), to, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+}
