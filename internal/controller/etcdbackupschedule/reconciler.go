@@ -52,11 +52,13 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return r.SetupWithManager(mgr)
 }
 
-// SetupWithManager registers r with the manager; it watches the EtcdBackups it owns.
+// SetupWithManager registers r with the manager; it watches the EtcdBackups and the drill
+// EtcdRestores it owns.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdBackupSchedule{}).
 		Owns(&etcdv1beta2.EtcdBackup{}).
+		Owns(&etcdv1beta2.EtcdRestore{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
@@ -74,15 +76,18 @@ func (r *Reconciler) now() time.Time {
 
 // Reconcile runs one pass of a schedule:
 //  1. Get the schedule; gone -> done (its EtcdBackups go with it through owner references).
-//  2. Observe its EtcdBackups: active ones, the newest success; apply the history limits and,
-//     after a new success, retention of the objects in the bucket.
+//  2. Observe its EtcdBackups: active ones, the newest success; observe its drill EtcdRestores:
+//     the newest finished one becomes status.lastDrill and DrillPassed (drill.go); apply the
+//     history limits (never to a backup a running drill restores) and, after a new success,
+//     retention of the objects in the bucket.
 //  3. Parse schedule and time zone; invalid -> Ready=False with the reason, Warning event, no
 //     requeue (an edit triggers the next pass).
 //  4. Suspended -> Ready=False Suspended, no runs.
 //  5. Plan at the clock's now from lastScheduleTime: create the due run's EtcdBackup (one
 //     deterministic name per run, so retries never duplicate) subject to concurrencyPolicy.
-//  6. One deferred status patch; RequeueAfter until the next run (or until the newest backup
-//     turns stale, if sooner).
+//  6. The same for restoreDrill: create the due drill's EtcdRestore, one at a time.
+//  7. One deferred status patch; RequeueAfter until the next run or drill (or until the newest
+//     backup turns stale, if sooner).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	s := &etcdv1beta2.EtcdBackupSchedule{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
@@ -103,24 +108,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.applyHistoryLimits(ctx, s, children); err != nil {
+	drills, err := r.observeDrills(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applyHistoryLimits(ctx, s, withoutDrillBackups(children, drills)); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.applyRetention(ctx, s, base.Status.LastSuccessfulBackup, now)
 
 	sched, ok := r.parse(s)
 	if !ok {
+		s.Status.NextDrillTime = nil
 		return ctrl.Result{}, nil
 	}
 	if s.Spec.Suspend != nil && *s.Spec.Suspend {
-		r.setReady(s, false, etcdv1beta2.ReasonScheduleSuspended, "spec.suspend is true: no backups are started")
-		s.Status.NextScheduleTime = nil
+		r.setReady(s, false, etcdv1beta2.ReasonScheduleSuspended, "spec.suspend is true: no backups or restore drills are started")
+		s.Status.NextScheduleTime, s.Status.NextDrillTime = nil, nil
 		r.setFreshness(s, sched, now)
 		return ctrl.Result{}, nil
 	}
 	result, err := r.runIfDue(ctx, s, sched, children, now)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if next, err := r.drillIfDue(ctx, s, drills, now); err != nil {
+		return ctrl.Result{}, err
+	} else if next > 0 && next < result.RequeueAfter {
+		result.RequeueAfter = next
 	}
 	if left := r.setFreshness(s, sched, now); left > 0 && left < result.RequeueAfter {
 		result.RequeueAfter = left + time.Second // observe the moment it turns stale
