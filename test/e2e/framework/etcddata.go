@@ -95,14 +95,10 @@ func PutDataset(t testing.TB, cli *clientv3.Client, prefix string, from, to int)
 	}
 }
 
-// CheckDataset reads every key under prefix and returns how many there are and a description of
-// every difference from keys [0, n) with ValueOf values (at most 10 listed).
-func CheckDataset(t testing.TB, cli *clientv3.Client, prefix string, n int) (int, []string) {
+// EachKV calls fn with every key and value under prefix, in key order, reading pages of 5000.
+func EachKV(t testing.TB, cli *clientv3.Client, prefix string, fn func(key, value []byte)) {
 	t.Helper()
-	var diffs []string
-	seen := 0
-	key := prefix
-	end := clientv3.GetPrefixRangeEnd(prefix)
+	key, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		resp, err := cli.Get(ctx, key, clientv3.WithRange(end), clientv3.WithLimit(5000))
@@ -111,19 +107,30 @@ func CheckDataset(t testing.TB, cli *clientv3.Client, prefix string, n int) (int
 			t.Fatalf("reading keys from %s: %v", key, err)
 		}
 		for _, kv := range resp.Kvs {
-			var i int
-			if _, err := fmt.Sscanf(string(kv.Key[len(prefix):]), "%08d", &i); err != nil || i >= n || DatasetKey(prefix, i) != string(kv.Key) {
-				diffs = append(diffs, "unexpected key "+string(kv.Key))
-			} else if string(kv.Value) != ValueOf(i) {
-				diffs = append(diffs, fmt.Sprintf("key %s has a %d-byte value that differs", kv.Key, len(kv.Value)))
-			}
-			seen++
+			fn(kv.Key, kv.Value)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			break
+			return
 		}
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
+}
+
+// CheckDataset reads every key under prefix and returns how many there are and a description of
+// every difference from keys [0, n) with ValueOf values (at most 10 listed).
+func CheckDataset(t testing.TB, cli *clientv3.Client, prefix string, n int) (int, []string) {
+	t.Helper()
+	var diffs []string
+	seen := 0
+	EachKV(t, cli, prefix, func(key, value []byte) {
+		var i int
+		if _, err := fmt.Sscanf(string(key[len(prefix):]), "%08d", &i); err != nil || i >= n || DatasetKey(prefix, i) != string(key) {
+			diffs = append(diffs, "unexpected key "+string(key))
+		} else if string(value) != ValueOf(i) {
+			diffs = append(diffs, fmt.Sprintf("key %s has a %d-byte value that differs", key, len(value)))
+		}
+		seen++
+	})
 	if seen != n {
 		diffs = append(diffs, fmt.Sprintf("%d keys under %s, want %d", seen, prefix, n))
 	}
@@ -137,22 +144,10 @@ func CheckDataset(t testing.TB, cli *clientv3.Client, prefix string, n int) (int
 func KeyspaceSHA256(t testing.TB, cli *clientv3.Client, prefix string) string {
 	t.Helper()
 	h := sha256.New()
-	key, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err := cli.Get(ctx, key, clientv3.WithRange(end), clientv3.WithLimit(5000))
-		cancel()
-		if err != nil {
-			t.Fatalf("reading keys from %s: %v", key, err)
-		}
-		for _, kv := range resp.Kvs {
-			fmt.Fprintf(h, "%d:%s=%d:%s\n", len(kv.Key), kv.Key, len(kv.Value), kv.Value)
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return hex.EncodeToString(h.Sum(nil))
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-	}
+	EachKV(t, cli, prefix, func(key, value []byte) {
+		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(key), key, len(value), value)
+	})
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // GetCluster reads EtcdCluster ns/name.
