@@ -30,6 +30,7 @@ const keys = 2000
 // through the deployed backup operator; the object in MinIO has the status's sha256 and
 // restores with etcdutl into a member holding every key.
 func TestBackupEtcdPodToMinIO(t *testing.T) {
+	t.Parallel()
 	f := framework.Global(t)
 	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
 	ctx := t.Context()
