@@ -125,7 +125,7 @@ undeploy: ## Remove the operators, RBAC and CRDs from the current kubeconfig's c
 	hack/deploy.sh delete
 
 .PHONY: demo
-demo: ## The disaster-recovery drill on the local cluster (see README).
+demo: ## The disaster-recovery drill on the local cluster: backup, lose every member, restore, verify, report (docs/demo.md).
 	hack/demo.sh
 
 ##@ Tools
