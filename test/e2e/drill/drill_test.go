@@ -25,6 +25,7 @@ import (
 )
 
 const (
+	size   = 3
 	keys   = 3000
 	prefix = "/drill/"
 	ttl    = 15 // seconds the scratch cluster is kept after the drill
@@ -32,7 +33,7 @@ const (
 	rare = "0 0 1 1 *"
 )
 
-// TestScheduledDrill: a 1-member EtcdCluster holds 3000 keys; an EtcdBackupSchedule backs it up
+// TestScheduledDrill: a 3-member EtcdCluster holds 3000 keys; an EtcdBackupSchedule backs it up
 // to MinIO every minute with a restore drill every minute. The first drill, started by the
 // backup operator on the newest successful backup, restores into a scratch cluster; the
 // schedule then records it: status.lastDrill passed with a plausible time to restore and
@@ -47,8 +48,8 @@ func TestScheduledDrill(t *testing.T) {
 	ns := f.CreateNamespace(t, "drill")
 	start := time.Now()
 
-	f.Create(t, &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: etcdv1beta2.ClusterSpec{Size: 1}})
-	f.WaitClusterAvailable(t, ns, "db", 1, 3*time.Minute)
+	f.Create(t, &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: etcdv1beta2.ClusterSpec{Size: size}})
+	f.WaitClusterAvailable(t, ns, "db", size, 3*time.Minute)
 	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
 	framework.PutDataset(t, cli, prefix, 0, keys)
 	if n := countAll(t, cli); n != keys {
@@ -120,8 +121,8 @@ func TestScheduledDrill(t *testing.T) {
 	})
 	ld := got.Status.LastDrill
 	rto, age := ld.TimeToRestore, ld.BackupAge
-	t.Logf("drill %s finished at +%s: passed %t, time to restore %v, backup age %v, %d keys, backup %s", ld.Restore,
-		time.Since(start).Round(time.Second), ld.Passed, rto, age, ld.Keys, ld.Backup)
+	t.Logf("drill %s finished at +%s: passed %t, time to restore %s, backup age %s, %d keys, backup %s", ld.Restore,
+		time.Since(start).Round(time.Second), ld.Passed, dur(rto), dur(age), ld.Keys, ld.Backup)
 	if !ld.Passed || ld.Reason != "" {
 		t.Fatalf("lastDrill did not pass: %+v", ld)
 	}
@@ -152,6 +153,14 @@ func TestScheduledDrill(t *testing.T) {
 		}
 		return false, nil
 	})
+
+	rs := &etcdv1beta2.EtcdRestore{}
+	if err := f.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: drill.Name}, rs); err != nil {
+		t.Fatal(err)
+	}
+	if v := rs.Status.Verification; v == nil || v.MembersVerified != size || !v.Passed {
+		t.Errorf("drill verification %+v, want %d members verified", v, size)
+	}
 
 	// The scratch cluster goes after the TTL; the template cluster keeps its keys.
 	framework.Eventually(t, ttl*time.Second+90*time.Second, "scratch cluster "+drill.Name+" deleted after the TTL", func(ctx context.Context) (bool, error) {
@@ -189,4 +198,11 @@ func countAll(t testing.TB, cli *clientv3.Client) int64 {
 		t.Fatalf("counting keys: %v", err)
 	}
 	return resp.Count
+}
+
+func dur(d *metav1.Duration) string {
+	if d == nil {
+		return "unset"
+	}
+	return d.Duration.String()
 }
