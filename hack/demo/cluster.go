@@ -39,8 +39,13 @@ func (d *demo) reset(ctx context.Context) error {
 	err := d.f.Client.Delete(ctx, ns, client.PropagationPolicy(metav1.DeletePropagationForeground))
 	if err == nil {
 		d.info("namespace %s exists from a previous run: deleting it", d.o.namespace)
+		next := time.Now().Add(15 * time.Second)
 		if err := framework.Poll(ctx, 5*time.Minute, func(ctx context.Context) (bool, error) {
 			err := d.f.Client.Get(ctx, types.NamespacedName{Name: d.o.namespace}, ns)
+			if err == nil && time.Now().After(next) {
+				d.info("namespace %s still %s (its pods and volumes go first)", d.o.namespace, ns.Status.Phase)
+				next = time.Now().Add(15 * time.Second)
+			}
 			return apierrors.IsNotFound(err), fmt.Errorf("namespace %s still %s (get: %v)", d.o.namespace, ns.Status.Phase, err)
 		}); err != nil {
 			return err

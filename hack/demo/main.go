@@ -26,6 +26,7 @@ type options struct {
 	namespace, cluster, bucket, objstoresEnv, restoreFrom, reportFile string
 	keys, batch, workers                                              int
 	after                                                             time.Duration
+	tamper                                                            bool
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 100, "puts per transaction while loading")
 	flag.IntVar(&o.workers, "workers", 8, "transactions in flight while loading")
 	flag.DurationVar(&o.after, "write-after-backup", 10*time.Second, "how long the application keeps writing after the backup completed, before the disaster")
+	flag.BoolVar(&o.tamper, "tamper", false, "self-test of the verification: overwrite one restored key before checking; the demo must then FAIL")
 	flag.Parse()
 	if o.restoreFrom != "s3" && o.restoreFrom != "schedule" {
 		fmt.Fprintf(os.Stderr, "demo: -restore-from must be s3 or schedule, not %q\n", o.restoreFrom)
@@ -105,10 +107,19 @@ func newDemo(o options) (*demo, error) {
 		report: &report{Namespace: o.namespace, Cluster: o.cluster, RestoreFrom: o.restoreFrom}}, nil
 }
 
-// step prints a numbered step line with the time since the start.
-func (d *demo) step(format string, args ...any) {
+// step prints a numbered step line with the time since the start, and ends the previous
+// step's timing in the report.
+func (d *demo) step(name, format string, args ...any) {
+	d.endStep()
 	d.nstep++
+	d.report.Steps = append(d.report.Steps, stepTime{Name: name, start: time.Now()})
 	fmt.Printf("[%6.1fs] %d. %s\n", time.Since(d.start).Seconds(), d.nstep, fmt.Sprintf(format, args...))
+}
+
+func (d *demo) endStep() {
+	if n := len(d.report.Steps); n > 0 && d.report.Steps[n-1].Took == 0 {
+		d.report.Steps[n-1].Took = time.Since(d.report.Steps[n-1].start)
+	}
 }
 
 // info prints a progress line under the current step.
@@ -118,12 +129,12 @@ func (d *demo) info(format string, args ...any) {
 
 func (d *demo) run(ctx context.Context) error {
 	r := d.report
-	d.step("reset namespace %s and bucket s3://%s/demo/", d.o.namespace, d.o.bucket)
+	d.step("reset", "reset namespace %s and bucket s3://%s/demo/", d.o.namespace, d.o.bucket)
 	if err := d.reset(ctx); err != nil {
 		return err
 	}
 
-	d.step("create a 3-member EtcdCluster %s/%s on volumes (persistentVolumeClaimSpec)", d.o.namespace, d.o.cluster)
+	d.step("cluster", "create a 3-member EtcdCluster %s/%s on volumes (persistentVolumeClaimSpec)", d.o.namespace, d.o.cluster)
 	t := time.Now()
 	if err := d.createCluster(ctx); err != nil {
 		return err
@@ -133,7 +144,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.info("Available with 3 members in %s", since(t))
 
-	d.step("write the dataset: %d keys, values %d B to %d KiB (/registry/..., /app/...)", d.o.keys, minValue, maxValue/1024)
+	d.step("load", "write the dataset: %d keys, values %d B to %d KiB (/registry/..., /app/...)", d.o.keys, minValue, maxValue/1024)
 	cli, err := d.etcdClient(ctx)
 	if err != nil {
 		return err
@@ -152,7 +163,7 @@ func (d *demo) run(ctx context.Context) error {
 	trickleErr := make(chan error, 1)
 	go func() { trickleErr <- d.data.trickle(tctx, cli, 5, 200*time.Millisecond) }()
 
-	d.step("scheduled backup: EtcdBackupSchedule */1 * * * * into MinIO; waiting for its first successful EtcdBackup")
+	d.step("backup", "scheduled backup: EtcdBackupSchedule */1 * * * * into MinIO; waiting for its first successful EtcdBackup")
 	if err := d.createSchedule(ctx); err != nil {
 		return err
 	}
@@ -163,7 +174,7 @@ func (d *demo) run(ctx context.Context) error {
 	r.setBackup(b)
 	d.info("%s: %s, %s, revision %d, took %s", b.Name, b.Status.Location, mib(b.Status.Size), b.Status.EtcdRevision, dur(b.Status.Duration))
 
-	d.step("the application keeps writing for %s after the backup", d.o.after)
+	d.step("writes after backup", "the application keeps writing for %s after the backup", d.o.after)
 	time.Sleep(d.o.after)
 	stopTrickle()
 	if err := <-trickleErr; err != nil {
@@ -176,7 +187,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.info("%d keys written since the load; cluster revision %d", r.TrickleKeys, r.RevisionAtDisaster)
 	_ = cli.Close()
 
-	d.step("DISASTER: suspend the schedule, delete every member pod and every volume (the EtcdCluster stays)")
+	d.step("disaster", "DISASTER: suspend the schedule, delete every member pod and every volume (the EtcdCluster stays)")
 	if err := d.suspendSchedule(ctx); err != nil {
 		return err
 	}
@@ -186,7 +197,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.info("all members and volumes gone in %s", since(r.DisasterTime))
 
-	d.step("restore: EtcdRestore %s/%s (%s)", d.o.namespace, d.o.cluster, d.restoreShape())
+	d.step("restore", "restore: EtcdRestore %s/%s (%s)", d.o.namespace, d.o.cluster, d.restoreShape())
 	rs, err := d.restore(ctx)
 	if rs != nil {
 		r.setRestore(rs)
@@ -195,12 +206,18 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	d.step("verify every key and value against the backup's revision %d", r.cut())
+	d.step("verify", "verify every key and value against the backup's revision %d", r.cut())
 	cli, err = d.etcdClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
+	if d.o.tamper {
+		d.info("-tamper: overwriting %s in the restored cluster; the check below must catch it", d.data.key(0))
+		if _, err := cli.Put(ctx, d.data.key(0), "tampered"); err != nil {
+			return err
+		}
+	}
 	if r.Verification, err = d.data.verify(ctx, cli, r.cut()); err != nil {
 		return err
 	}
@@ -208,6 +225,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	r.VerifiedTime = time.Now()
+	d.endStep()
 	r.Total = time.Since(d.start)
 	d.info("checked %d keys: %d mismatches, %d missing; %d written after the backup are gone as expected",
 		r.Verification.Checked, r.Verification.Mismatches, r.Verification.Missing, r.Verification.Lost-r.Verification.Survivors)
@@ -227,6 +245,7 @@ func (d *demo) writeReport() error {
 	if err := os.MkdirAll(filepath.Dir(d.o.reportFile), 0o755); err != nil {
 		return err
 	}
+	d.endStep()
 	if d.report.Total == 0 {
 		d.report.Total = time.Since(d.start)
 	}

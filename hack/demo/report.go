@@ -39,7 +39,15 @@ type report struct {
 	Verification *verification
 	MemberKeys   map[string]int64
 	VerifiedTime time.Time
+	Steps        []stepTime
 	Total        time.Duration
+}
+
+// stepTime is how long one step of the drill took.
+type stepTime struct {
+	Name  string
+	Took  time.Duration
+	start time.Time
 }
 
 func (r *report) setBackup(b *etcdv1beta2.EtcdBackup) {
@@ -148,7 +156,11 @@ func (r *report) String() string {
 			w("               ! %s", e)
 		}
 	}
-	w("wall time      %s total", round(r.Total))
+	var steps []string
+	for _, st := range r.Steps {
+		steps = append(steps, fmt.Sprintf("%s %s", st.Name, round(st.Took)))
+	}
+	w("wall time      %s total: %s", round(r.Total), strings.Join(steps, ", "))
 	if r.passed() {
 		w("result         PASS")
 	} else {
