@@ -37,8 +37,9 @@ const (
 // to MinIO every minute with a restore drill every minute. The first drill, started by the
 // backup operator on the newest successful backup, restores into a scratch cluster; the
 // schedule then records it: status.lastDrill passed with a plausible time to restore and
-// backup age and the 3000 keys, DrillPassed True, a DrillPassed event. The scratch cluster is
-// deleted after the 15 s TTL, and deleting the schedule deletes its drill EtcdRestore.
+// backup age and the 3000 keys, every member verified, DrillPassed True, a DrillPassed event.
+// The scratch cluster is deleted after the 15 s TTL with its pods and volumes, and deleting the
+// schedule deletes its drill EtcdRestore.
 // (After the first drill starts both schedules are set to once a year, so no further backups or
 // drills load the shared cluster.)
 func TestScheduledDrill(t *testing.T) {
@@ -172,7 +173,18 @@ func TestScheduledDrill(t *testing.T) {
 		gone := client.IgnoreNotFound(err) == nil && err != nil
 		return gone && rs.Status.ClusterDeletedTime != nil, fmt.Errorf("cluster get: %v; clusterDeletedTime %v", err, rs.Status.ClusterDeletedTime)
 	})
-	t.Logf("scratch cluster deleted at +%s", time.Since(start).Round(time.Second))
+	framework.Eventually(t, 90*time.Second, "the scratch cluster's pods and volumes gone", func(ctx context.Context) (bool, error) {
+		sel := client.MatchingLabels{"etcd_cluster": drill.Name}
+		pods, pvcs := &corev1.PodList{}, &corev1.PersistentVolumeClaimList{}
+		if err := f.Client.List(ctx, pods, client.InNamespace(ns), sel); err != nil {
+			return false, err
+		}
+		if err := f.Client.List(ctx, pvcs, client.InNamespace(ns), sel); err != nil {
+			return false, err
+		}
+		return len(pods.Items)+len(pvcs.Items) == 0, fmt.Errorf("%d pods, %d volumes left", len(pods.Items), len(pvcs.Items))
+	})
+	t.Logf("scratch cluster deleted with its pods and volumes at +%s", time.Since(start).Round(time.Second))
 	if n := countAll(t, cli); n != keys {
 		t.Fatalf("template cluster db holds %d keys after the drill, want %d", n, keys)
 	}
