@@ -80,6 +80,11 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 		Spec:       tmpl.Spec,
 	}
 	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: seedName(name)}}
+	if rs.Spec.TTLSecondsAfterFinished != nil && rs.Spec.ClusterTemplate != nil {
+		// A drill's scratch cluster is disposable by declaration: deleting the drill deletes it
+		// even before the TTL. Any other restored cluster outlives its EtcdRestore.
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: rs.Name, UID: rs.UID}}
+	}
 	if err := r.Create(ctx, c); err != nil {
 		return nil, fmt.Errorf("creating EtcdCluster %s: %w", name, err)
 	}

@@ -158,6 +158,9 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	if _, ok := rs.Annotations[AnnotationClusterTemplate]; !ok {
 		t.Error("template not saved before the cluster was deleted")
 	}
+	if src := rs.Annotations[AnnotationBackupSource]; !strings.Contains(src, s.bucket.Name+"/etcd.backup") {
+		t.Errorf("verified backup not pinned: %q", src)
+	}
 	c, err := getCluster(t, ns, "prod")
 	if err != nil {
 		t.Fatal(err)
@@ -244,6 +247,9 @@ func TestMemberMismatchFails(t *testing.T) {
 	c, err := getCluster(t, ns, "scratch")
 	if err != nil || c.Labels["team"] != "" {
 		t.Fatalf("scratch cluster %v labels %v: a drill must not copy the template's labels", err, c.Labels)
+	}
+	if refs := c.OwnerReferences; len(refs) != 1 || refs[0].Name != "drill" || refs[0].Controller != nil {
+		t.Errorf("a drill's scratch cluster is owned by its EtcdRestore (not as controller): %+v", refs)
 	}
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"outcome":"Restored","revision":9}`}}}}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}

@@ -117,7 +117,7 @@ func (r *Reconciler) createSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 	if r.AgentImage == "" {
 		return failure(etcdv1beta2.ReasonSeedFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
 	}
-	src, err := r.resolve(ctx, rs, rs.Status.BackupLocation)
+	src, err := pinned(rs)
 	if err != nil {
 		return err
 	}

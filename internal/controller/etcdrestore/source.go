@@ -81,9 +81,9 @@ type errWait struct{ msg string }
 
 func (e errWait) Error() string { return e.msg }
 
-// resolve finds the backup rs names. pinned, when set, is the location chosen by an earlier
-// pass: a Newest selection is not re-evaluated once made.
-func (r *Reconciler) resolve(ctx context.Context, rs *etcdv1beta2.EtcdRestore, pinned string) (*source, error) {
+// resolve finds the backup rs names. It runs until the backup verified; then the choice is
+// pinned on rs (see pin) and never re-evaluated.
+func (r *Reconciler) resolve(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*source, error) {
 	switch {
 	case rs.Spec.BackupRef != nil:
 		return r.fromBackup(ctx, rs.Namespace, rs.Spec.BackupRef.Name)
@@ -95,25 +95,19 @@ func (r *Reconciler) resolve(ctx context.Context, rs *etcdv1beta2.EtcdRestore, p
 			}
 			return nil, fmt.Errorf("getting EtcdBackupSchedule %s: %w", rs.Spec.BackupScheduleRef.Name, err)
 		}
-		name := s.Status.LastSuccessfulBackup
-		if pinned == "" && name == "" {
-			return nil, failure(etcdv1beta2.ReasonNoSuccessfulBackup, "EtcdBackupSchedule %s has no successful backup yet", s.Name)
-		}
-		if name != "" {
-			src, err := r.fromBackup(ctx, rs.Namespace, name)
-			if err == nil && (pinned == "" || src.location() == pinned) {
+		if name := s.Status.LastSuccessfulBackup; name != "" {
+			if src, err := r.fromBackup(ctx, rs.Namespace, name); err == nil {
 				return src, nil
 			}
 		}
-		// The EtcdBackup object is gone (history limits) or newer than the pinned choice:
-		// the location and the schedule's template still say how to reach the object.
-		loc := pinned
-		if loc == "" {
-			loc = s.Status.LastSuccessfulLocation
+		if s.Status.LastSuccessfulLocation == "" {
+			return nil, failure(etcdv1beta2.ReasonNoSuccessfulBackup, "EtcdBackupSchedule %s has no successful backup yet", s.Name)
 		}
-		return fromLocation(s.Spec.BackupTemplate.Spec.StorageType, s.Spec.BackupTemplate.Spec.BackupSource, loc)
+		// The EtcdBackup object is gone (history limits): the recorded location and the
+		// schedule's template still say how to reach the object.
+		return fromLocation(s.Spec.BackupTemplate.Spec.StorageType, s.Spec.BackupTemplate.Spec.BackupSource, s.Status.LastSuccessfulLocation)
 	default:
-		return r.fromBlock(ctx, rs, pinned)
+		return r.fromBlock(ctx, rs)
 	}
 }
 
@@ -157,11 +151,8 @@ func fromLocation(typ etcdv1beta2.BackupStorageType, block etcdv1beta2.BackupSou
 
 // fromBlock resolves the coreos form: backupStorageType with its s3/abs/gcs block, the path
 // naming the object (Exact) or a prefix whose newest backup is restored (Newest).
-func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore, pinned string) (*source, error) {
+func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*source, error) {
 	spec := etcdv1beta2.BackupSpec{StorageType: rs.Spec.BackupStorageType, BackupSource: *rs.Spec.BackupSource.DeepCopy()}
-	if pinned != "" {
-		return fromLocation(rs.Spec.BackupStorageType, rs.Spec.BackupSource, pinned)
-	}
 	bucket, key, err := factory.SplitPath(spec.StoragePath())
 	if err != nil {
 		return nil, failure(etcdv1beta2.ReasonInvalidSpec, "storage path: %v", err)

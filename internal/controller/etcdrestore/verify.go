@@ -2,6 +2,7 @@ package etcdrestore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -9,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -23,7 +26,7 @@ const reasonBackupVerified = "ChecksumsMatched"
 // size and sha256 the backup recorded, before any cluster is touched. A bad backup fails the
 // restore here, with the existing cluster exactly as it was.
 func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
-	src, err := r.resolve(ctx, rs, "")
+	src, err := r.resolve(ctx, rs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -47,6 +50,9 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 			return ctrl.Result{}, &reasonError{reason: reason, err: fmt.Errorf("%w; no cluster was changed", err)}
 		}
 	}
+	if err := r.pin(ctx, rs, src); err != nil {
+		return ctrl.Result{}, err
+	}
 	rs.Status.BackupLocation = src.location()
 	rs.Status.BackupSize = got.Size
 	rs.Status.BackupSHA256 = got.SHA256
@@ -60,4 +66,47 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "BackupVerified", msg)
 	r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "backup verified; preparing the cluster")
 	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+}
+
+// AnnotationBackupSource holds, once the backup verified, the storage block that reaches it
+// (type, endpoint, Secret, path to the exact object): the seed uses exactly the object that was
+// verified, even if the EtcdBackup or schedule that named it is gone by then.
+const AnnotationBackupSource = "etcd.database.coreos.com/backup-source"
+
+// pin saves src on rs.
+func (r *Reconciler) pin(ctx context.Context, rs *etcdv1beta2.EtcdRestore, src *source) error {
+	raw, err := json.Marshal(src.spec)
+	if err != nil {
+		return fmt.Errorf("saving the backup source: %w", err)
+	}
+	if rs.Annotations[AnnotationBackupSource] == string(raw) {
+		return nil
+	}
+	patch := rs.DeepCopy()
+	if patch.Annotations == nil {
+		patch.Annotations = map[string]string{}
+	}
+	patch.Annotations[AnnotationBackupSource] = string(raw)
+	if err := r.Patch(ctx, patch, client.MergeFrom(rs)); err != nil {
+		return fmt.Errorf("saving the backup source: %w", err)
+	}
+	rs.Annotations, rs.ResourceVersion = patch.Annotations, patch.ResourceVersion
+	return nil
+}
+
+// pinned returns the source pin saved.
+func pinned(rs *etcdv1beta2.EtcdRestore) (*source, error) {
+	raw, ok := rs.Annotations[AnnotationBackupSource]
+	if !ok {
+		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "annotation %s is missing: the verified backup is unknown", AnnotationBackupSource)
+	}
+	spec := etcdv1beta2.BackupSpec{}
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "annotation %s: %v", AnnotationBackupSource, err)
+	}
+	bucket, key, err := factory.SplitPath(spec.StoragePath())
+	if err != nil {
+		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "annotation %s: %v", AnnotationBackupSource, err)
+	}
+	return &source{spec: spec, bucket: bucket, key: key}, nil
 }
