@@ -225,7 +225,10 @@ func (d *demo) suspendSchedule(ctx context.Context) error {
 }
 
 // disaster deletes every member pod (no grace) and every volume of the namespace at once, and
-// waits until the original volumes are gone.
+// waits until the original volumes are gone. The etcd operator, which brings members back on
+// their volumes, may recreate a pod on a volume that is being deleted before it notices the
+// deletion; such a pod pins the volume (pvc-protection), so it is deleted again, as often as
+// needed: the disaster is that every volume is lost.
 func (d *demo) disaster(ctx context.Context) error {
 	pods := &corev1.PodList{}
 	if err := d.f.Client.List(ctx, pods, client.InNamespace(d.o.namespace), client.MatchingLabels{"app": "etcd", "etcd_cluster": d.o.cluster}); err != nil {
@@ -236,14 +239,14 @@ func (d *demo) disaster(ctx context.Context) error {
 		return err
 	}
 	var names []string
-	gone := map[types.UID]bool{}
+	oldPods, oldPVCs := map[types.UID]bool{}, map[types.UID]bool{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		names = append(names, "pod/"+p.Name)
 		if err := d.f.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 		}
-		gone[p.UID] = true
+		oldPods[p.UID] = true
 	}
 	for i := range pvcs.Items {
 		v := &pvcs.Items[i]
@@ -251,30 +254,46 @@ func (d *demo) disaster(ctx context.Context) error {
 		if err := d.f.Client.Delete(ctx, v); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting volume %s: %w", v.Name, err)
 		}
-		gone[v.UID] = true
+		oldPVCs[v.UID] = true
 	}
 	slices.Sort(names)
 	d.info("deleted %s", strings.Join(names, " "))
-	return framework.Poll(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		var left []string
-		if err := d.f.Client.List(ctx, pods, client.InNamespace(d.o.namespace)); err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			if gone[p.UID] {
-				left = append(left, "pod/"+p.Name)
-			}
-		}
+	again := map[types.UID]bool{}
+	err := framework.Poll(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := d.f.Client.List(ctx, pvcs, client.InNamespace(d.o.namespace)); err != nil {
 			return false, err
 		}
+		var left []string
+		dying := map[string]bool{} // names of the old volumes still there
 		for _, v := range pvcs.Items {
-			if gone[v.UID] {
+			if oldPVCs[v.UID] {
 				left = append(left, "pvc/"+v.Name)
+				dying[v.Name] = true
+			}
+		}
+		if err := d.f.Client.List(ctx, pods, client.InNamespace(d.o.namespace)); err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if oldPods[p.UID] {
+				left = append(left, "pod/"+p.Name)
+				continue
+			}
+			for _, vol := range p.Spec.Volumes {
+				if c := vol.PersistentVolumeClaim; c != nil && dying[c.ClaimName] && !again[p.UID] {
+					d.info("the etcd operator recreated pod %s on volume %s, which is being deleted: deleting the pod again", p.Name, c.ClaimName)
+					if err := d.f.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+						return false, fmt.Errorf("deleting pod %s: %w", p.Name, err)
+					}
+					again[p.UID] = true
+				}
 			}
 		}
 		return len(left) == 0, fmt.Errorf("still there: %v", left)
 	})
+	d.report.PodsDeletedAgain = len(again)
+	return err
 }
 
 // restore creates the EtcdRestore and waits for it to succeed or fail, printing its phase and

@@ -32,6 +32,7 @@ type report struct {
 
 	RevisionAtDisaster int64
 	DisasterTime       time.Time
+	PodsDeletedAgain   int // pods the etcd operator recreated on volumes being deleted
 
 	Restore  *etcdv1beta2.EtcdRestore
 	Restored time.Time // when the EtcdRestore reported success
@@ -119,6 +120,13 @@ func (r *report) String() string {
 		w("backup         EtcdBackup %s (EtcdBackupSchedule %s, */1 * * * *)", r.Backup, scheduleName)
 		w("               object %s, %s, took %s, revision %d, completed %s",
 			r.BackupLocation, mib(r.BackupSize), round(r.BackupDuration), r.BackupRevision, r.BackupDone.UTC().Format(time.TimeOnly))
+	}
+	if !r.DisasterTime.IsZero() {
+		line := fmt.Sprintf("disaster       every member pod and volume deleted at %s", r.DisasterTime.UTC().Format(time.TimeOnly))
+		if r.PodsDeletedAgain > 0 {
+			line += fmt.Sprintf("; %d pods the etcd operator recreated on volumes being deleted were deleted again", r.PodsDeletedAgain)
+		}
+		w("%s", line)
 	}
 	if !r.DisasterTime.IsZero() && r.Backup != "" {
 		lostKeys := 0
