@@ -172,7 +172,10 @@ func (e *etcdClient) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	_, err := e.c.MemberRemove(ctx, id)
-	if retryable(err) {
+	// "server stopped": the member that served the request was the one removed, and stopped
+	// before answering. The removal may or may not have committed; a retry finds out (removing a
+	// removed member succeeds).
+	if retryable(err) || errors.Is(err, rpctypes.ErrStopped) {
 		return fmt.Errorf("removing member %x: %w", id, ErrNotReadyForChange)
 	}
 	if err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
