@@ -36,6 +36,7 @@ func TestBackupEtcdPodToMinIO(t *testing.T) {
 	ctx := t.Context()
 
 	ns := f.CreateNamespace(t, "backup")
+	bucket.CreateSecret(t, f, ns, "aws") // before the pod: see secretsFirst
 	f.Create(t, framework.HeadlessService(ns, "db", map[string]string{"app": "backup-e2e"}, 2379))
 	f.Create(t, framework.SingleEtcdPod(ns, "db-0", "db", map[string]string{"app": "backup-e2e"},
 		fmt.Sprintf("http://%s:2379", framework.PodDNSName("db-0", "db", ns))))
@@ -50,7 +51,6 @@ func TestBackupEtcdPodToMinIO(t *testing.T) {
 	defer cli.Close()
 	snapshottest.Put(t, cli, "/e2e/", keys, 256)
 
-	bucket.CreateSecret(t, f, ns, "aws")
 	f.Create(t, &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "once"},
 		Spec: etcdv1beta2.BackupSpec{

@@ -24,6 +24,12 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
+// secretsFirst: every test creates its credentials Secrets right after its namespace, seconds
+// before the EtcdBackups that use them. The backup operator reads Secrets through its informer
+// cache and fails a backup for good (SecretNotFound, attempt 1 of 1) when the Secret is not in
+// the cache yet; a Secret created just before the EtcdBackup under load hit that race (see
+// internal/controller/etcdbackup/store.go secretData).
+
 // etcdClient connects from the host to endpoints (cluster DNS names, through the cluster DNS).
 func etcdClient(t testing.TB, f *framework.Framework, endpoints ...string) *clientv3.Client {
 	t.Helper()

@@ -26,11 +26,11 @@ func TestPeriodicBackupAcrossRevisionDigits(t *testing.T) {
 	f := framework.Global(t)
 	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeGCS)
 	ns := f.CreateNamespace(t, "backup-periodic")
+	bucket.CreateSecret(t, f, ns, "creds") // before the pod: see secretsFirst
 	member := singleMember(t, f, ns)
 	cli := etcdClient(t, f, member)
 	putKeys(t, cli, "/a/", 96, 16, 1, 1) // revision 97
 
-	bucket.CreateSecret(t, f, ns, "creds")
 	f.Create(t, &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "periodic"},
 		Spec: etcdv1beta2.BackupSpec{

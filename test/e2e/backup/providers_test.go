@@ -30,6 +30,11 @@ func TestBackup3MemberClusterToEveryProvider(t *testing.T) {
 	f := framework.Global(t)
 	stores := framework.ObjectStores(t)
 	ns := f.CreateNamespace(t, "backup-providers")
+	buckets := map[etcdv1beta2.BackupStorageType]*framework.Bucket{}
+	for _, typ := range framework.StorageTypes {
+		buckets[typ] = stores.NewBucket(t, typ)
+		buckets[typ].CreateSecret(t, f, ns, secretName(typ)) // long before the backups: see secretsFirst
+	}
 
 	start := time.Now()
 	f.Create(t, &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
@@ -45,19 +50,14 @@ func TestBackup3MemberClusterToEveryProvider(t *testing.T) {
 	}
 	t.Logf("wrote %d keys in %s", clusterKeys, time.Since(start).Round(time.Millisecond))
 
-	buckets := map[etcdv1beta2.BackupStorageType]*framework.Bucket{}
 	start = time.Now()
 	for _, typ := range framework.StorageTypes {
-		bucket := stores.NewBucket(t, typ)
-		buckets[typ] = bucket
-		secret := "creds-" + strings.ToLower(string(typ))
-		bucket.CreateSecret(t, f, ns, secret)
 		f.Create(t, &etcdv1beta2.EtcdBackup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backupName(typ)},
 			Spec: etcdv1beta2.BackupSpec{
 				EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "db"},
 				StorageType:  typ,
-				BackupSource: bucket.Source("db/etcd.backup", secret),
+				BackupSource: buckets[typ].Source("db/etcd.backup", secretName(typ)),
 			},
 		})
 	}
@@ -86,4 +86,8 @@ func TestBackup3MemberClusterToEveryProvider(t *testing.T) {
 
 func backupName(typ etcdv1beta2.BackupStorageType) string {
 	return "to-" + strings.ToLower(string(typ))
+}
+
+func secretName(typ etcdv1beta2.BackupStorageType) string {
+	return "creds-" + strings.ToLower(string(typ))
 }

@@ -71,10 +71,10 @@ func TestBackupScheduleEveryMinute(t *testing.T) {
 	f := framework.Global(t)
 	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeABS)
 	ns := f.CreateNamespace(t, "backup-schedule")
+	bucket.CreateSecret(t, f, ns, "creds") // before the pod: see secretsFirst
 	member := singleMember(t, f, ns)
 	putKeys(t, etcdClient(t, f, member), "/s/", 1000, 100, 100, 2)
 
-	bucket.CreateSecret(t, f, ns, "creds")
 	maxBackups := int32(3)
 	f.Create(t, &etcdv1beta2.EtcdBackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "minutely"},
