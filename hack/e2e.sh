@@ -11,7 +11,7 @@
 # On the local cluster it also starts the pod-reachable object stores (MinIO, fake-gcs-server,
 # Azurite on the bridge address: `OBJSTORES_BIND=$LC_BRIDGE_IP hack/objstores.sh up`, idempotent)
 # and exports E2E_OBJSTORES_ENV, the path of their env file (.cache/objstores/pods.env), which
-# test/e2e/framework.ObjectStores reads. With KUBECONFIG set, export E2E_OBJSTORES_ENV yourself
+# test/e2e/framework.ObjectStores reads, and E2E_OBJSTORES_REQUIRED=1 (fail instead of skip). With KUBECONFIG set, export E2E_OBJSTORES_ENV yourself
 # (an env file with the OBJSTORE_* variables of stores the cluster's pods reach) or the object
 # store tests skip.
 # E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops the object stores and the
@@ -35,6 +35,7 @@ if [ -z "$external_cluster" ]; then
   timed "images" "$ROOT_DIR/hack/images.sh" all
   timed "object stores on $LC_BRIDGE_IP" env OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" up
   export E2E_OBJSTORES_ENV="${E2E_OBJSTORES_ENV:-$CACHE_DIR/objstores/pods.env}"
+  export E2E_OBJSTORES_REQUIRED=1 # just started: a test that cannot read them fails, never skips
   export KUBECONFIG="$LC_KUBECONFIG"
   export E2E_CLUSTER_DNS="${E2E_CLUSTER_DNS:-$LC_BRIDGE_IP:53}"
 else
