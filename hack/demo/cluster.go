@@ -108,7 +108,11 @@ func (d *demo) waitClusterAvailable(ctx context.Context, timeout time.Duration) 
 		if err != nil {
 			return false, err
 		}
-		now := fmt.Sprintf("phase %s, %d/%d members ready", c.Status.Phase, c.Status.ReadyMembers, c.Spec.Size)
+		phase := string(c.Status.Phase)
+		if phase == "" {
+			phase = "-"
+		}
+		now := fmt.Sprintf("phase %s, %d/%d members ready", phase, c.Status.ReadyMembers, c.Spec.Size)
 		if now != last {
 			d.info("cluster: %s", now)
 			last = now
@@ -338,7 +342,10 @@ func (d *demo) restore(ctx context.Context) (*etcdv1beta2.EtcdRestore, error) {
 // restoreLines is what a human watching the restore wants to see: the phase and each
 // condition's status, reason and message.
 func restoreLines(rs *etcdv1beta2.EtcdRestore) []string {
-	lines := []string{"phase " + string(rs.Status.Phase)}
+	var lines []string
+	if rs.Status.Phase != "" {
+		lines = append(lines, "phase "+string(rs.Status.Phase))
+	}
 	for _, c := range rs.Status.Conditions {
 		lines = append(lines, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
 	}
