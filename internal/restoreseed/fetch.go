@@ -53,6 +53,9 @@ func Fetch(ctx context.Context, b backend.Backend, key string, want Expect, w io
 		if backend.IsNotFound(err) {
 			return Fetched{}, fail(etcdv1beta2.ReasonBackupNotFound, "backup object %q not found", key)
 		}
+		if backend.IsPermissionDenied(err) {
+			return Fetched{}, fail(etcdv1beta2.ReasonInvalidCredentials, "the object store refused the credentials for %q: %w", key, err)
+		}
 		return Fetched{}, fail(etcdv1beta2.ReasonStorageUnreachable, "reading backup object %q: %w", key, err)
 	}
 	defer rc.Close()

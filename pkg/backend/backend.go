@@ -26,6 +26,22 @@ var ErrNotFound = errors.New("object not found")
 // IsNotFound reports whether err means that the requested object does not exist.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
+// ErrPermissionDenied is wrapped by every error a provider returns when the store refused the
+// credentials or their permissions (HTTP 401 or 403). Test for it with IsPermissionDenied.
+var ErrPermissionDenied = errors.New("permission denied by the object store")
+
+// IsPermissionDenied reports whether err means that the store refused the credentials.
+func IsPermissionDenied(err error) bool { return errors.Is(err, ErrPermissionDenied) }
+
+// MarkStatus wraps err with ErrPermissionDenied when status is 401 or 403: the providers call
+// it with the HTTP status of their SDK's error type.
+func MarkStatus(err error, status int) error {
+	if status == 401 || status == 403 {
+		return fmt.Errorf("%w: %w", ErrPermissionDenied, err)
+	}
+	return err
+}
+
 // MaxKeyLen is the longest key accepted, in bytes (the S3 and GCS limit).
 const MaxKeyLen = 1024
 

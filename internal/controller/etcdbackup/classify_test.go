@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
-type httpErr int
-
-func (e httpErr) Error() string       { return fmt.Sprintf("http %d", int(e)) }
-func (e httpErr) HTTPStatusCode() int { return int(e) }
+// httpErr is an object store's error with an HTTP status, as a provider marks it.
+func httpErr(status int) error {
+	return backend.MarkStatus(fmt.Errorf("http %d", status), status)
+}
 
 func TestClassify(t *testing.T) {
 	cases := []struct {
@@ -26,6 +27,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("put: %w", snapshot.ErrTruncated), etcdv1beta2.ReasonVerificationFailed, true},
 		{fmt.Errorf("put: %w", snapshot.ErrStream), etcdv1beta2.ReasonSnapshotFailed, true},
 		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(403)), etcdv1beta2.ReasonInvalidCredentials, false},
+		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(401)), etcdv1beta2.ReasonInvalidCredentials, false},
 		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(503)), etcdv1beta2.ReasonStorageUnreachable, true},
 		{terminal(etcdv1beta2.ReasonSecretNotFound, errors.New("gone")), etcdv1beta2.ReasonSecretNotFound, false},
 	}

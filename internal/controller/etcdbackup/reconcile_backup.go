@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -85,7 +86,7 @@ func classify(err error) *reasonError {
 		return transient(etcdv1beta2.ReasonVerificationFailed)
 	case errors.Is(err, snapshot.ErrStream):
 		return transient(etcdv1beta2.ReasonSnapshotFailed)
-	case errors.Is(err, snapshot.ErrStorage) && isAuthError(err):
+	case errors.Is(err, snapshot.ErrStorage) && backend.IsPermissionDenied(err):
 		return &reasonError{reason: etcdv1beta2.ReasonInvalidCredentials, err: err}
 	case errors.Is(err, snapshot.ErrStorage):
 		return transient(etcdv1beta2.ReasonStorageUnreachable)

@@ -109,16 +109,6 @@ func secretData(ctx context.Context, c client.Reader, ns, name string) (map[stri
 	return s.Data, nil
 }
 
-// isAuthError reports whether an object store refused the credentials (HTTP 401 or 403). S3
-// errors expose the status code through HTTPStatusCode.
-func isAuthError(err error) bool {
-	var he interface{ HTTPStatusCode() int }
-	if errors.As(err, &he) {
-		return he.HTTPStatusCode() == 401 || he.HTTPStatusCode() == 403
-	}
-	return false
-}
-
 // ErrorReason returns the condition reason an OpenStore error carries (SecretNotFound,
 // InvalidCredentials, InvalidSpec), or "" for an error without one.
 func ErrorReason(err error) string {

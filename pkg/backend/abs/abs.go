@@ -147,9 +147,14 @@ func newAmbientClient(containerURL, cloudName string) (*container.Client, error)
 	return container.NewClient(containerURL, cred, &container.ClientOptions{ClientOptions: opts})
 }
 
-func notFound(err error) error {
+// notFound marks a missing blob with backend.ErrNotFound and refused credentials with
+// backend.ErrPermissionDenied.
+func classify(err error) error {
 	if bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return fmt.Errorf("%w: %w", backend.ErrNotFound, err)
+	}
+	if re, ok := errors.AsType[*azcore.ResponseError](err); ok {
+		return backend.MarkStatus(err, re.StatusCode)
 	}
 	return err
 }
@@ -167,7 +172,7 @@ func (b *Backend) Put(ctx context.Context, key string, r io.Reader) error {
 		Concurrency: b.cfg.Concurrency,
 	})
 	if err != nil {
-		return fmt.Errorf("abs: putting %q in container %s: %w", key, b.cfg.Container, ur.Cause(err))
+		return fmt.Errorf("abs: putting %q in container %s: %w", key, b.cfg.Container, classify(ur.Cause(err)))
 	}
 	return nil
 }
@@ -191,7 +196,7 @@ func (b *Backend) GetRange(ctx context.Context, key string, offset, length int64
 func (b *Backend) download(ctx context.Context, key string, rng blob.HTTPRange) (io.ReadCloser, error) {
 	resp, err := b.container.NewBlobClient(key).DownloadStream(ctx, &blob.DownloadStreamOptions{Range: rng})
 	if err != nil {
-		return nil, fmt.Errorf("abs: getting %q from container %s: %w", key, b.cfg.Container, notFound(err))
+		return nil, fmt.Errorf("abs: getting %q from container %s: %w", key, b.cfg.Container, classify(err))
 	}
 	// The retry reader resumes an interrupted body with a range request at the failed offset.
 	return resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3}), nil
@@ -201,7 +206,7 @@ func (b *Backend) download(ctx context.Context, key string, rng blob.HTTPRange) 
 func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
 	props, err := b.container.NewBlobClient(key).GetProperties(ctx, nil)
 	if err != nil {
-		return backend.ObjectInfo{}, fmt.Errorf("abs: stat %q in container %s: %w", key, b.cfg.Container, notFound(err))
+		return backend.ObjectInfo{}, fmt.Errorf("abs: stat %q in container %s: %w", key, b.cfg.Container, classify(err))
 	}
 	return backend.ObjectInfo{Key: key, Size: deref(props.ContentLength), ModTime: deref(props.LastModified)}, nil
 }
@@ -216,7 +221,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]backend.ObjectInfo
 	for p := b.container.NewListBlobsFlatPager(opts); p.More(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("abs: listing %q in container %s: %w", prefix, b.cfg.Container, err)
+			return nil, fmt.Errorf("abs: listing %q in container %s: %w", prefix, b.cfg.Container, classify(err))
 		}
 		for _, item := range page.Segment.BlobItems {
 			info := backend.ObjectInfo{Key: deref(item.Name)}
@@ -237,7 +242,7 @@ func (b *Backend) Delete(ctx context.Context, key string) error {
 		DeleteSnapshots: to.Ptr(blob.DeleteSnapshotsOptionTypeInclude),
 	})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("abs: deleting %q from container %s: %w", key, b.cfg.Container, err)
+		return fmt.Errorf("abs: deleting %q from container %s: %w", key, b.cfg.Container, classify(err))
 	}
 	return nil
 }

@@ -35,3 +35,18 @@ func TestAcceptanceAzurite(t *testing.T) {
 	})
 	backendtest.AcceptanceTest(t, b)
 }
+
+// TestPermissionDeniedAzurite: a wrong storage key is reported as backend.ErrPermissionDenied.
+func TestPermissionDeniedAzurite(t *testing.T) {
+	env := backendtest.Env(t, "OBJSTORE_ABS_ENDPOINT", "OBJSTORE_ABS_ACCOUNT", "OBJSTORE_ABS_KEY")
+	bad, err := New(t.Context(), Config{
+		Container: backendtest.UniqueName("denied-"),
+		Account:   env["OBJSTORE_ABS_ACCOUNT"],
+		Key:       SharedKey("d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXk="),
+		Endpoint:  env["OBJSTORE_ABS_ENDPOINT"],
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.PermissionDenied(t, bad)
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	"google.golang.org/api/googleapi"
+
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
@@ -101,9 +103,14 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return &Backend{cfg: cfg, client: client, bucket: client.Bucket(cfg.Bucket)}, nil
 }
 
-func notFound(err error) error {
+// notFound marks a missing object with backend.ErrNotFound and refused credentials with
+// backend.ErrPermissionDenied.
+func classify(err error) error {
 	if errors.Is(err, storage.ErrObjectNotExist) {
 		return fmt.Errorf("%w: %w", backend.ErrNotFound, err)
+	}
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
+		return backend.MarkStatus(err, ge.Code)
 	}
 	return err
 }
@@ -123,10 +130,10 @@ func (b *Backend) Put(ctx context.Context, key string, r io.Reader) error {
 	if _, err := io.Copy(w, ur); err != nil {
 		cancel() // before Close: Close on a live context would commit what was written so far
 		_ = w.Close()
-		return fmt.Errorf("gcs: putting %q in bucket %s: %w", key, b.cfg.Bucket, ur.Cause(err))
+		return fmt.Errorf("gcs: putting %q in bucket %s: %w", key, b.cfg.Bucket, classify(ur.Cause(err)))
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("gcs: putting %q in bucket %s: %w", key, b.cfg.Bucket, ur.Cause(err))
+		return fmt.Errorf("gcs: putting %q in bucket %s: %w", key, b.cfg.Bucket, classify(ur.Cause(err)))
 	}
 	return nil
 }
@@ -135,7 +142,7 @@ func (b *Backend) Put(ctx context.Context, key string, r io.Reader) error {
 func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	rd, err := b.bucket.Object(key).NewReader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("gcs: getting %q from bucket %s: %w", key, b.cfg.Bucket, notFound(err))
+		return nil, fmt.Errorf("gcs: getting %q from bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return rd, nil
 }
@@ -148,7 +155,7 @@ func (b *Backend) GetRange(ctx context.Context, key string, offset, length int64
 	rd, err := b.bucket.Object(key).NewRangeReader(ctx, offset, length)
 	if err != nil {
 		return nil, fmt.Errorf("gcs: getting %q range %d+%d from bucket %s: %w",
-			key, offset, length, b.cfg.Bucket, notFound(err))
+			key, offset, length, b.cfg.Bucket, classify(err))
 	}
 	return rd, nil
 }
@@ -157,7 +164,7 @@ func (b *Backend) GetRange(ctx context.Context, key string, offset, length int64
 func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
 	attrs, err := b.bucket.Object(key).Attrs(ctx)
 	if err != nil {
-		return backend.ObjectInfo{}, fmt.Errorf("gcs: stat %q in bucket %s: %w", key, b.cfg.Bucket, notFound(err))
+		return backend.ObjectInfo{}, fmt.Errorf("gcs: stat %q in bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return backend.ObjectInfo{Key: key, Size: attrs.Size, ModTime: attrs.Updated}, nil
 }
@@ -179,7 +186,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]backend.ObjectInfo
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("gcs: listing %q in bucket %s: %w", prefix, b.cfg.Bucket, err)
+			return nil, fmt.Errorf("gcs: listing %q in bucket %s: %w", prefix, b.cfg.Bucket, classify(err))
 		}
 		infos = append(infos, backend.ObjectInfo{Key: attrs.Name, Size: attrs.Size, ModTime: attrs.Updated})
 	}
@@ -190,7 +197,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]backend.ObjectInfo
 // Delete implements backend.Backend.
 func (b *Backend) Delete(ctx context.Context, key string) error {
 	if err := b.bucket.Object(key).Delete(ctx); err != nil && !errors.Is(err, storage.ErrObjectNotExist) {
-		return fmt.Errorf("gcs: deleting %q from bucket %s: %w", key, b.cfg.Bucket, err)
+		return fmt.Errorf("gcs: deleting %q from bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package gcs
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/pkg/backend/backendtest"
@@ -57,4 +59,20 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: validate() = %v, want error %v", tc.name, err, tc.wantErr)
 		}
 	}
+}
+
+// TestPermissionDeniedGCS: fake-gcs-server accepts any credentials, so a plain HTTP server that
+// answers every request 403 like the JSON API stands in for a store that refuses them.
+func TestPermissionDeniedGCS(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":{"code":403,"message":"caller does not have storage.objects.get access"}}`))
+	}))
+	defer srv.Close()
+	b, err := New(t.Context(), Config{Bucket: "b", Endpoint: srv.URL + "/storage/v1/", Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.PermissionDenied(t, b)
 }

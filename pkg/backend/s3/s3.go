@@ -154,7 +154,7 @@ func (b *Backend) Put(ctx context.Context, key string, r io.Reader) error {
 	})
 	if err != nil {
 		err = errors.Join(ur.Cause(err), b.abort(ctx, key, err))
-		return fmt.Errorf("s3: putting %q in bucket %s: %w", key, b.cfg.Bucket, err)
+		return fmt.Errorf("s3: putting %q in bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return nil
 }
@@ -180,14 +180,21 @@ func (b *Backend) abort(ctx context.Context, key string, err error) error {
 	return fmt.Errorf("aborting multipart upload %s: %w", mf.UploadID(), aerr)
 }
 
-// notFound marks S3's "no such key" errors with backend.ErrNotFound. HEAD responses carry no
-// body, so their code is the generic "NotFound".
-func notFound(err error) error {
+// notFound marks S3's "no such key" errors with backend.ErrNotFound (HEAD responses carry no
+// body, so their code is the generic "NotFound"), and refused credentials with
+// backend.ErrPermissionDenied.
+func classify(err error) error {
 	if apiErr, ok := errors.AsType[smithy.APIError](err); ok {
 		switch apiErr.ErrorCode() {
 		case "NoSuchKey", "NotFound":
 			return fmt.Errorf("%w: %w", backend.ErrNotFound, err)
 		}
+	}
+	if he, ok := errors.AsType[interface {
+		error
+		HTTPStatusCode() int
+	}](err); ok {
+		return backend.MarkStatus(err, he.HTTPStatusCode())
 	}
 	return err
 }
@@ -196,7 +203,7 @@ func notFound(err error) error {
 func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
 	if err != nil {
-		return nil, fmt.Errorf("s3: getting %q from bucket %s: %w", key, b.cfg.Bucket, notFound(err))
+		return nil, fmt.Errorf("s3: getting %q from bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return out.Body, nil
 }
@@ -214,7 +221,7 @@ func (b *Backend) GetRange(ctx context.Context, key string, offset, length int64
 		Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key), Range: aws.String(rng),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("s3: getting %q %s from bucket %s: %w", key, rng, b.cfg.Bucket, notFound(err))
+		return nil, fmt.Errorf("s3: getting %q %s from bucket %s: %w", key, rng, b.cfg.Bucket, classify(err))
 	}
 	return out.Body, nil
 }
@@ -223,7 +230,7 @@ func (b *Backend) GetRange(ctx context.Context, key string, offset, length int64
 func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
 	out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
 	if err != nil {
-		return backend.ObjectInfo{}, fmt.Errorf("s3: stat %q in bucket %s: %w", key, b.cfg.Bucket, notFound(err))
+		return backend.ObjectInfo{}, fmt.Errorf("s3: stat %q in bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return backend.ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
 }
@@ -238,7 +245,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]backend.ObjectInfo
 	for p := s3.NewListObjectsV2Paginator(b.client, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("s3: listing %q in bucket %s: %w", prefix, b.cfg.Bucket, err)
+			return nil, fmt.Errorf("s3: listing %q in bucket %s: %w", prefix, b.cfg.Bucket, classify(err))
 		}
 		for _, o := range page.Contents {
 			infos = append(infos, backend.ObjectInfo{
@@ -254,8 +261,8 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]backend.ObjectInfo
 // Delete implements backend.Backend. S3 itself answers 204 for a missing key.
 func (b *Backend) Delete(ctx context.Context, key string) error {
 	_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
-	if err != nil && !backend.IsNotFound(notFound(err)) {
-		return fmt.Errorf("s3: deleting %q from bucket %s: %w", key, b.cfg.Bucket, err)
+	if err != nil && !backend.IsNotFound(classify(err)) {
+		return fmt.Errorf("s3: deleting %q from bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return nil
 }

@@ -119,3 +119,16 @@ func (f *failAfter) Read(p []byte) (int, error) {
 	f.left -= n
 	return n, nil
 }
+
+// TestPermissionDeniedMinIO: a wrong secret key is reported as backend.ErrPermissionDenied by
+// every call, so controllers can say InvalidCredentials instead of "unreachable".
+func TestPermissionDeniedMinIO(t *testing.T) {
+	good := newMinIOBackend(t)
+	cfg := good.cfg
+	cfg.Credentials = &Credentials{AccessKeyID: cfg.Credentials.AccessKeyID, SecretAccessKey: "wrong-secret-key"}
+	bad, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.PermissionDenied(t, bad)
+}
