@@ -46,6 +46,12 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 			return ctrl.Result{}, err
 		}
 	case cluster.ActionCreatePod, cluster.ActionRecreatePod:
+		if act.Kind == cluster.ActionRecreatePod {
+			if going, err := r.volumeGoing(ctx, c, act.Pod); err != nil || going {
+				log.V(1).Info("Not recreating a member on a volume that is being deleted", "error", err)
+				return ctrl.Result{RequeueAfter: requeueAfterChange}, err
+			}
+		}
 		state := "existing"
 		if !obs.Reachable && !obs.Formed {
 			state = "new" // the seed's pod went away before the cluster formed; its volume stays
@@ -127,6 +133,24 @@ func (r *Reconciler) createMemberPod(ctx context.Context, c *etcdv1beta2.EtcdClu
 		return fmt.Errorf("creating pod %s of %s: %w", name, klog.KObj(c), err)
 	}
 	return nil
+}
+
+// volumeGoing reports whether the data volume of member name is gone or being deleted, read
+// around the cache: a pod deleted together with its volume must not be recreated on it (the
+// pod would hold the volume's deletion, and the member's data is being thrown away anyway).
+func (r *Reconciler) volumeGoing(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (bool, error) {
+	if c.Spec.Pod == nil || c.Spec.Pod.PersistentVolumeClaimSpec == nil {
+		return false, nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pvc)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("getting volume %s of %s: %w", name, klog.KObj(c), err)
+	}
+	return pvc.DeletionTimestamp != nil, nil
 }
 
 // deleteMember deletes a member's pod and, with withVolume, its data volume.

@@ -38,6 +38,8 @@ type Reconciler struct {
 	NewEtcdClient ClientFactory
 	// Failpoint is called at the named failpoints; see failpoint.go.
 	Failpoint func(name string)
+	// APIReader reads around the cache where a stale object would do harm.
+	APIReader client.Reader
 }
 
 // Setup registers the EtcdCluster controller with the manager.
@@ -50,6 +52,9 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.NewEtcdClient == nil {
 		r.NewEtcdClient = cluster.New
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Failpoint == nil {
 		r.Failpoint = envFailpoint()
@@ -71,11 +76,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 //  1. Get the cluster; gone -> drop its metrics, done. Being deleted -> done (owner references
 //     let the garbage collector delete pods, volumes and Services).
 //  2. Defer the single status patch; observedGeneration only when the pass succeeded.
-//  3. Observe: member pods and volumes, etcd's member list and each member's status
+//  3. Ensure the headless peer Service and the client Service (unless paused); observe: member pods and volumes, etcd's member list and each member's status
 //     (one etcd client, closed at the end of the pass).
 //  4. Record the observed status; spec.paused -> condition Paused, change nothing.
-//  5. Ensure the headless peer Service and the client Service; adopt the restore operator's
-//     seed pod (spec.bootstrap.restore).
+//  5. Adopt the restore operator's seed pod (spec.bootstrap.restore).
 //  6. Decide the target version (unsupported paths are refused with a condition), let
 //     cluster.Next pick the single next step, carry it out.
 //  7. Set conditions, phase, events and metrics; requeue shortly after a change, later while
@@ -103,6 +107,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
+	// The Services first: the members' DNS names, which observe dials, exist only with the
+	// headless Service (a restored cluster's seed runs before its first pass).
+	if !c.Spec.Paused {
+		if err := r.reconcileServices(ctx, c); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	obs, err := r.observe(ctx, c)
 	if err != nil {
 		setFailure(c, err)
@@ -118,14 +129,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setConditions(c, obs, cluster.Action{Kind: cluster.ActionNone}, target, upgradeErr, nil)
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	}
-	if err := r.reconcileServices(ctx, c); err != nil {
-		return ctrl.Result{}, err
-	}
 	if err := r.adoptSeed(ctx, c, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	act := cluster.Next(r.desired(c, target), obs.Observed)
 	res, err := r.apply(ctx, c, obs, act, target)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace goes, and the cluster with it: nothing to retry.
+		return ctrl.Result{}, nil
+	}
 	r.warnOnFlip(before, c, obs, act, upgradeErr)
 	setConditions(c, obs, act, target, upgradeErr, err)
 	return res, err

@@ -36,7 +36,8 @@ func checkMember(ctx context.Context, endpoint string, tlsCfg *tls.Config, rev i
 		return MemberState{}, fmt.Errorf("connecting to %s: %w", endpoint, err)
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// Short: a member that does not answer is asked again on the next pass.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h, err := cli.HashKV(ctx, endpoint, rev)
 	if err != nil {

@@ -159,6 +159,9 @@ func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore)
 	}
 	src := &source{spec: spec, bucket: bucket, key: key}
 	if rs.Spec.BackupSelection != etcdv1beta2.BackupSelectionNewest {
+		if info, ok := keyInfo(key); ok { // a periodic or scheduled backup's key says when
+			src.taken = &metav1.Time{Time: info.Time}
+		}
 		return src, nil
 	}
 	store, err := etcdbackup.OpenStore(ctx, r.Client, rs.Namespace, &spec)
@@ -186,6 +189,18 @@ func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore)
 	src.revision = best.Revision
 	src.taken = &metav1.Time{Time: best.Time}
 	return src, nil
+}
+
+// keySuffixLen is the length of what snapshot.ObjectKey appends to its prefix:
+// _<20060102T150405Z>_v<20 digits>.
+const keySuffixLen = 1 + len(snapshot.KeyTimeFormat) + 2 + 20
+
+// keyInfo parses a key written by snapshot.ObjectKey under any prefix.
+func keyInfo(key string) (snapshot.KeyInfo, bool) {
+	if len(key) <= keySuffixLen {
+		return snapshot.KeyInfo{}, false
+	}
+	return snapshot.ParseKey(key[:len(key)-keySuffixLen], key)
 }
 
 // storeFailure turns an OpenStore error into a restore failure with its reason.
