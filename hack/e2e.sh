@@ -11,9 +11,9 @@
 # On the local cluster it also starts the pod-reachable object stores (MinIO, fake-gcs-server,
 # Azurite on the bridge address: `OBJSTORES_BIND=$LC_BRIDGE_IP hack/objstores.sh up`, idempotent)
 # and exports E2E_OBJSTORES_ENV, the path of their env file (.cache/objstores/pods.env), which
-# test/e2e/framework.ObjectStores reads, and E2E_OBJSTORES_REQUIRED=1 (fail instead of skip). With KUBECONFIG set, export E2E_OBJSTORES_ENV yourself
-# (an env file with the OBJSTORE_* variables of stores the cluster's pods reach) or the object
-# store tests skip.
+# test/e2e/framework.ObjectStores reads, and E2E_OBJSTORES_REQUIRED=1 (fail instead of skip).
+# With KUBECONFIG set, export E2E_OBJSTORES_ENV yourself (an env file with the OBJSTORE_*
+# variables of stores the cluster's pods reach) or the object store tests skip.
 # E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops the object stores and the
 # local cluster afterwards.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
