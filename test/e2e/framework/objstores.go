@@ -19,6 +19,7 @@ package framework
 //	...
 //	sum, size := bucket.Download(t, "etcd.backup", file) // the object, read from the host
 //	bucket.FlipByte(t, "etcd.backup", 100)               // corrupt it
+//	bucket.Upload(t, "other.backup", file)               // put a file there
 //	bucket.Delete(t, "etcd.backup")
 //	bucket.Backend().List(ctx, "")                       // any other backend.Backend call
 //
@@ -360,6 +361,21 @@ func (b *Bucket) FlipByte(t testing.TB, key string, offset int64) {
 	defer cancel()
 	if err := b.b.Put(ctx, key, fh); err != nil {
 		t.Fatalf("rewriting %s/%s: %v", b.Name, key, err)
+	}
+}
+
+// Upload stores the file under key (replacing any object there), as a backup made elsewhere.
+func (b *Bucket) Upload(t testing.TB, key, file string) {
+	t.Helper()
+	fh, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := b.b.Put(ctx, key, fh); err != nil {
+		t.Fatalf("uploading %s to %s/%s: %v", file, b.Name, key, err)
 	}
 }
 
