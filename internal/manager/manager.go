@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -116,8 +119,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ..
 	}
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         cacheOpts,
+		Scheme: scheme,
+		Cache:  cacheOpts,
+		// Secrets are read from the API server, never cached: a Secret created together with
+		// the object that names it is found at once (a cache that has not seen it yet would
+		// fail a backup for good with SecretNotFound), and no operator holds every Secret of
+		// the cluster in memory.
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElect,

@@ -23,7 +23,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackupschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackupschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Labels and annotations on the EtcdBackups a schedule creates.
 const (

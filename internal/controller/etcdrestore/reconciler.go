@@ -33,7 +33,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups;etcdbackupschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // LabelRestore is set on a restore's seed pod and volume: the name of the EtcdRestore.
 const LabelRestore = "etcd.database.coreos.com/restore"
