@@ -103,7 +103,7 @@ type cutCase struct {
 func (c *cutCase) startAndKill(t *testing.T, f *framework.Framework) {
 	t.Helper()
 	f.WaitForPodReady(t, c.ns, "db-0", 2*time.Minute)
-	cli := etcdClient(t, f, c.member)
+	cli := f.EtcdClient(t, c.member)
 	start := time.Now()
 	const values, valueSize = 480, 512 << 10
 	putKeys(t, cli, "/big/", values, valueSize, 1, 4)

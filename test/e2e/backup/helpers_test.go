@@ -14,8 +14,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -29,21 +27,6 @@ import (
 // cache and fails a backup for good (SecretNotFound, attempt 1 of 1) when the Secret is not in
 // the cache yet; a Secret created just before the EtcdBackup under load hit that race (see
 // internal/controller/etcdbackup/store.go secretData).
-
-// etcdClient connects from the host to endpoints (cluster DNS names, through the cluster DNS).
-func etcdClient(t testing.TB, f *framework.Framework, endpoints ...string) *clientv3.Client {
-	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(),
-		DialOptions:        []grpc.DialOption{grpc.WithContextDialer(f.DialTCP)},
-		MaxCallSendMsgSize: 2 << 20,
-	})
-	if err != nil {
-		t.Fatalf("etcd client for %v: %v", endpoints, err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	return cli
-}
 
 // putKeys writes n keys prefix%08d with valueSize-byte values, batched into transactions of
 // batch puts (etcd's --max-txn-ops defaults to 128), `workers` transactions in flight.
@@ -144,17 +127,4 @@ func restoreAndCount(t testing.TB, file, prefix string) int64 {
 	e := snapshottest.StartEtcd(t, restored)
 	defer e.Stop()
 	return countKeys(t, e.Client(t), prefix)
-}
-
-// waitClusterAvailable waits until the EtcdCluster is Available with size ready members.
-func waitClusterAvailable(t testing.TB, f *framework.Framework, ns, name string, size int32, timeout time.Duration) {
-	t.Helper()
-	framework.Eventually(t, timeout, fmt.Sprintf("EtcdCluster %s/%s Available with %d members", ns, name, size), func(ctx context.Context) (bool, error) {
-		c := &etcdv1beta2.EtcdCluster{}
-		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c); err != nil {
-			return false, err
-		}
-		ok := meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) && c.Status.ReadyMembers == size
-		return ok, fmt.Errorf("phase %s, %d ready members, conditions %v", c.Status.Phase, c.Status.ReadyMembers, c.Status.Conditions)
-	})
 }

@@ -28,7 +28,7 @@ func TestPeriodicBackupAcrossRevisionDigits(t *testing.T) {
 	ns := f.CreateNamespace(t, "backup-periodic")
 	bucket.CreateSecret(t, f, ns, "creds") // before the pod: see secretsFirst
 	member := singleMember(t, f, ns)
-	cli := etcdClient(t, f, member)
+	cli := f.EtcdClient(t, member)
 	putKeys(t, cli, "/a/", 96, 16, 1, 1) // revision 97
 
 	f.Create(t, &etcdv1beta2.EtcdBackup{

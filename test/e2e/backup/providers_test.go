@@ -39,10 +39,10 @@ func TestBackup3MemberClusterToEveryProvider(t *testing.T) {
 	start := time.Now()
 	f.Create(t, &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
 		Spec: etcdv1beta2.ClusterSpec{Size: 3}})
-	waitClusterAvailable(t, f, ns, "db", 3, 4*time.Minute)
+	f.WaitClusterAvailable(t, ns, "db", 3, 4*time.Minute)
 	t.Logf("3-member cluster Available in %s", time.Since(start).Round(time.Millisecond))
 
-	cli := etcdClient(t, f, fmt.Sprintf("http://%s:2379", framework.ServiceDNSName("db-client", ns)))
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
 	start = time.Now()
 	putKeys(t, cli, clusterPrefix, clusterKeys, 100, 128, 8)
 	if n := countKeys(t, cli, clusterPrefix); n != clusterKeys {

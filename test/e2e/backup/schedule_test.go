@@ -73,7 +73,7 @@ func TestBackupScheduleEveryMinute(t *testing.T) {
 	ns := f.CreateNamespace(t, "backup-schedule")
 	bucket.CreateSecret(t, f, ns, "creds") // before the pod: see secretsFirst
 	member := singleMember(t, f, ns)
-	putKeys(t, etcdClient(t, f, member), "/s/", 1000, 100, 100, 2)
+	putKeys(t, f.EtcdClient(t, member), "/s/", 1000, 100, 100, 2)
 
 	maxBackups := int32(3)
 	f.Create(t, &etcdv1beta2.EtcdBackupSchedule{
