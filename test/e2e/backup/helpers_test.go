@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,11 +20,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// secretsFirst: every test creates its credentials Secrets right after its namespace, seconds
-// before the EtcdBackups that use them. The backup operator reads Secrets through its informer
-// cache and fails a backup for good (SecretNotFound, attempt 1 of 1) when the Secret is not in
-// the cache yet; a Secret created just before the EtcdBackup under load hit that race (see
-// internal/controller/etcdbackup/store.go secretData).
+// secretsFirst: every test creates its credentials Secrets right after its namespace. The
+// operators now read Secrets uncached (internal/manager), so a Secret created just before its
+// EtcdBackup is found; the order stays as the natural one.
 
 // putKeys writes n keys prefix%08d with valueSize-byte values, batched into transactions of
 // batch puts (etcd's --max-txn-ops defaults to 128), `workers` transactions in flight.
@@ -37,37 +33,9 @@ func putKeys(t testing.TB, cli *clientv3.Client, prefix string, n, valueSize, ba
 	for i := range val { // printable, so a failure message quoting a value stays readable
 		val[i] = 'a' + val[i]%26
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				start := int(next.Add(int64(batch))) - batch
-				if start >= n {
-					return
-				}
-				ops := make([]clientv3.Op, 0, batch)
-				for i := start; i < min(start+batch, n); i++ {
-					ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s%08d", prefix, i), string(val)))
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				_, err := cli.Txn(ctx).Then(ops...).Commit()
-				cancel()
-				if err != nil {
-					errs <- fmt.Errorf("txn of keys %d..%d: %w", start, start+len(ops)-1, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
+	framework.PutKeys(t, cli, 0, n, batch, workers, func(i int) (string, string) {
+		return fmt.Sprintf("%s%08d", prefix, i), string(val)
+	})
 }
 
 // countKeys returns how many keys start with prefix.

@@ -62,7 +62,14 @@ func DatasetKey(prefix string, i int) string { return fmt.Sprintf("%s%08d", pref
 // puts, 8 in flight.
 func PutDataset(t testing.TB, cli *clientv3.Client, prefix string, from, to int) {
 	t.Helper()
-	const batch, workers = 100, 8
+	PutKeys(t, cli, from, to, 100, 8, func(i int) (string, string) { return DatasetKey(prefix, i), ValueOf(i) })
+}
+
+// PutKeys writes the keys and values kv returns for i in [from, to), batch puts per
+// transaction (etcd's --max-txn-ops defaults to 128; batch 1 makes one revision per key),
+// workers transactions in flight.
+func PutKeys(t testing.TB, cli *clientv3.Client, from, to, batch, workers int, kv func(i int) (key, value string)) {
+	t.Helper()
 	var next atomic.Int64
 	next.Store(int64(from))
 	var wg sync.WaitGroup
@@ -70,13 +77,14 @@ func PutDataset(t testing.TB, cli *clientv3.Client, prefix string, from, to int)
 	for range workers {
 		wg.Go(func() {
 			for {
-				start := int(next.Add(batch)) - batch
+				start := int(next.Add(int64(batch))) - batch
 				if start >= to {
 					return
 				}
 				ops := make([]clientv3.Op, 0, batch)
 				for i := start; i < min(start+batch, to); i++ {
-					ops = append(ops, clientv3.OpPut(DatasetKey(prefix, i), ValueOf(i)))
+					k, v := kv(i)
+					ops = append(ops, clientv3.OpPut(k, v))
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				_, err := cli.Txn(ctx).Then(ops...).Commit()
