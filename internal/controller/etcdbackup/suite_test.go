@@ -61,19 +61,7 @@ func create(t *testing.T, obj client.Object) {
 // eventually polls cond every 200 ms until it returns true or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.Eventually(t, timeout, what, cond)
 }
 
 // waitPhase waits until the backup reaches phase and returns it.

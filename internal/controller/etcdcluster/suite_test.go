@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -100,17 +101,10 @@ func newCluster(ns, name string, size int32) *etcdv1beta2.EtcdCluster {
 // eventually polls cond until it holds or 30 s pass.
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, what, func() (bool, string) {
 		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 func getCluster(t *testing.T, ns, name string) *etcdv1beta2.EtcdCluster {

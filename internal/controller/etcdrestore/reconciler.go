@@ -57,6 +57,8 @@ type Reconciler struct {
 	Check MemberCheck
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// APIReader reads the EtcdRestore itself around the cache (SetupWithManager sets it).
+	APIReader client.Reader
 }
 
 func (r *Reconciler) now() time.Time {
@@ -80,6 +82,9 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 // SetupWithManager registers r with the manager: EtcdRestores, the seed pods (by label) and
 // the restored clusters (by their restore bootstrap) trigger passes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[LabelRestore]; name != "" {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
@@ -109,8 +114,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // it, wait for it to grow, verify it; or, once finished, delete a drill's scratch cluster when
 // its TTL ran out. Each pass ends with one status patch.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Read live, not from the cache: a pass on a stale copy that missed the last status patch
+	// would repeat a step that is done (re-create a failed restore's deleted seed pod).
 	rs := &etcdv1beta2.EtcdRestore{}
-	if err := r.Get(ctx, req.NamespacedName, rs); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, rs); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}

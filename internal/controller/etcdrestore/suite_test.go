@@ -68,17 +68,7 @@ func namespace(t *testing.T) string {
 
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last state: %s", what, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, what, cond)
 }
 
 func getRestore(t *testing.T, ns, name string) *etcdv1beta2.EtcdRestore {
