@@ -63,15 +63,15 @@ func TestConcurrencyPolicy(t *testing.T) {
 	})
 	run1 := s.Status.NextScheduleTime.Time
 	advance(t, ns, "slow", run1.Add(time.Second))
-	eventually(t, 5*time.Second, "the first run to be active", func() (bool, string) {
+	eventually(t, 20*time.Second, "the first run to be active", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
-		return len(s.Status.Active) == 1 && s.Status.Active[0] == BackupName("slow", run1), ""
+		return len(s.Status.Active) == 1 && s.Status.Active[0] == BackupName("slow", run1), fmt.Sprintf("active %v", s.Status.Active)
 	})
 
 	// Forbid (the default): the next run is skipped while the first is active.
 	run2 := run1.Add(10 * time.Minute)
 	advance(t, ns, "slow", run2.Add(time.Second))
-	eventually(t, 5*time.Second, "the schedule to look at run 2", func() (bool, string) {
+	eventually(t, 20*time.Second, "the schedule to look at run 2", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
 		return s.Status.NextScheduleTime.After(run2), s.Status.NextScheduleTime.String()
 	})
@@ -88,7 +88,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 	if err := k8s.Update(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "Replace to swap the backups", func() (bool, string) {
+	eventually(t, 20*time.Second, "Replace to swap the backups", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
 		return exists(t, ns, BackupName("slow", run2)) && !exists(t, ns, BackupName("slow", run1)), fmt.Sprintf("run1 %t run2 %t status %+v", exists(t, ns, BackupName("slow", run1)), exists(t, ns, BackupName("slow", run2)), s.Status)
 	})
