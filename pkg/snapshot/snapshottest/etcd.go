@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +78,24 @@ func StartEtcdTLS(t testing.TB, certs *Certs) *Etcd {
 
 func start(t testing.TB, dataDir string, certs *Certs) *Etcd {
 	t.Helper()
+	// FreePort's ports are free when chosen but may be taken by another process (a parallel
+	// test package) before etcd binds them: start again on new ports then.
+	for attempt := 1; ; attempt++ {
+		e, out, err := launch(t, dataDir, certs)
+		if err == nil {
+			return e
+		}
+		if attempt < 5 && strings.Contains(out, "address already in use") {
+			continue
+		}
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// launch starts one etcd process and waits until it serves; on failure it returns the error
+// and etcd's log.
+func launch(t testing.TB, dataDir string, certs *Certs) (*Etcd, string, error) {
+	t.Helper()
 	bin := Bin(t, "etcd")
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
@@ -117,16 +136,17 @@ func start(t testing.TB, dataDir string, certs *Certs) *Etcd {
 		_, err := cli.Status(ctx, client)
 		cancel()
 		if err == nil {
-			return e
+			return e, "", nil
 		}
 		if time.Now().After(deadline) {
+			e.Stop()
 			out, _ := os.ReadFile(logf.Name())
-			t.Fatalf("etcd at %s not ready: %v\n%s", client, err, out)
+			return nil, string(out), fmt.Errorf("etcd at %s not ready: %w", client, err)
 		}
 		select {
 		case err := <-e.done:
 			out, _ := os.ReadFile(logf.Name())
-			t.Fatalf("etcd exited: %v\n%s", err, out)
+			return nil, string(out), fmt.Errorf("etcd exited: %w", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
