@@ -36,7 +36,8 @@ const (
 //  1. a 3-member PVC-backed cluster with 100k keys is backed up to MinIO;
 //  2. a corrupted and a missing object each fail their EtcdRestore with the reason, and the
 //     cluster they name keeps serving, untouched;
-//  3. a restore into a new name (a drill) succeeds while the original keeps serving;
+//  3. restores into new names (drills) from S3, GCS and ABS succeed while the original keeps
+//     serving;
 //  4. every member pod and volume is deleted, and the coreos-shaped EtcdRestore brings the cluster
 //     back at size 3 with every key and value, while the restore operator is killed mid-way.
 func TestRestore(t *testing.T) {
@@ -96,28 +97,51 @@ func TestRestore(t *testing.T) {
 		})
 	}
 
-	// 3. A drill into a scratch name while the original serves and takes writes.
-	drill := &etcdv1beta2.EtcdRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drill"},
-		Spec: etcdv1beta2.RestoreSpec{
-			EtcdCluster:             etcdv1beta2.EtcdClusterRef{Name: "db-drill"},
-			ClusterTemplate:         &etcdv1beta2.EtcdClusterRef{Name: "db"},
-			BackupRef:               &etcdv1beta2.LocalObjectReference{Name: "db-backup"},
-			TTLSecondsAfterFinished: ptr.To[int32](5),
-		},
+	// 3. Drills into scratch names while the original serves and takes writes, one per
+	// provider: S3 through backupRef, GCS and ABS through the coreos storage block, so the seed
+	// fetches with each provider's credentials Secret.
+	drills := map[string]etcdv1beta2.RestoreSpec{
+		"drill-s3": {BackupRef: &etcdv1beta2.LocalObjectReference{Name: "db-backup"}},
 	}
-	f.Create(t, drill)
-	rs := waitSucceeded(t, f, ns, "drill", 6*time.Minute)
-	t.Logf("drill: RTO %s, verification %+v", rs.Status.Duration.Duration, *rs.Status.Verification)
-	// The scratch cluster is gone after the TTL; check its data first if it is still there.
+	for _, typ := range []etcdv1beta2.BackupStorageType{etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeABS} {
+		b := stores.NewBucket(t, typ)
+		secret := "creds-" + strings.ToLower(string(typ))
+		b.CreateSecret(t, f, ns, secret)
+		name := "db-backup-" + strings.ToLower(string(typ))
+		f.Create(t, &etcdv1beta2.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: etcdv1beta2.BackupSpec{
+				EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "db"},
+				StorageType:  typ,
+				BackupSource: b.Source("db/etcd.backup", secret),
+			},
+		})
+		waitBackup(t, f, ns, name)
+		drills["drill-"+strings.ToLower(string(typ))] = etcdv1beta2.RestoreSpec{BackupStorageType: typ, BackupSource: b.Source("db/etcd.backup", secret)}
+	}
+	for name, spec := range drills {
+		spec.EtcdCluster = etcdv1beta2.EtcdClusterRef{Name: "db-" + name}
+		spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "db"}
+		spec.TTLSecondsAfterFinished = ptr.To[int32](5)
+		f.Create(t, &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec})
+	}
+	for name := range drills {
+		rs := waitSucceeded(t, f, ns, name, 8*time.Minute)
+		if v := rs.Status.Verification; !v.Passed || v.Keys < keys || v.MembersVerified != 3 {
+			t.Fatalf("%s: verification %+v", name, *v)
+		}
+		t.Logf("%s from %s: RTO %s, verification %+v", name, rs.Status.BackupLocation, rs.Status.Duration.Duration, *rs.Status.Verification)
+	}
 	if got := framework.KeyspaceSHA256(t, cli, prefix); got != want {
-		t.Fatal("the original's keyspace changed during the drill")
+		t.Fatal("the original's keyspace changed during the drills")
 	}
 	framework.PutDataset(t, cli, "/after-drill/", 0, 10)
-	framework.Eventually(t, time.Minute, "scratch cluster db-drill deleted after its TTL", func(ctx context.Context) (bool, error) {
-		_, err := f.GetCluster(ctx, ns, "db-drill")
-		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("still there: %v", err)
-	})
+	for name := range drills {
+		framework.Eventually(t, time.Minute, "scratch cluster db-"+name+" deleted after its TTL", func(ctx context.Context) (bool, error) {
+			_, err := f.GetCluster(ctx, ns, "db-"+name)
+			return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("still there: %v", err)
+		})
+	}
 
 	// 4. The disaster: every member pod and volume of db is gone.
 	disaster := time.Now()
@@ -144,7 +168,7 @@ func TestRestore(t *testing.T) {
 	if out, errOut, err := f.Kubectl(ctx, "-n", "etcd-operator-system", "delete", "pod", "-l", "app.kubernetes.io/name=restore-operator", "--wait=false"); err != nil {
 		t.Fatalf("killing the restore operator: %v %s %s", err, out, errOut)
 	}
-	rs = waitSucceeded(t, f, ns, "db", 8*time.Minute)
+	rs := waitSucceeded(t, f, ns, "db", 8*time.Minute)
 	total := time.Since(disaster)
 	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
 	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
