@@ -16,21 +16,10 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
-timed() { # timed STEP COMMAND...: run, log the wall time, return the command's exit code
-  local step="$1" start=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  log "$step took $((SECONDS - start))s"
-  return "$rc"
-}
-
 start=$SECONDS
 if [ "${DEMO_SKIP_SETUP:-}" != 1 ]; then
-  timed "local cluster up" "$ROOT_DIR/hack/local-cluster.sh" up
-  timed "object stores on $LC_BRIDGE_IP" env OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" up
-  timed "images" "$ROOT_DIR/hack/images.sh" all
-  export KUBECONFIG="$LC_KUBECONFIG"
-  timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply
+  local_stack_up || exit 1
+  timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply || exit 1
 fi
 export KUBECONFIG="$LC_KUBECONFIG"
 export E2E_OBJSTORES_ENV="${E2E_OBJSTORES_ENV:-$CACHE_DIR/objstores/pods.env}"

@@ -22,22 +22,9 @@ source "$ROOT_DIR/hack/local-cluster/env.sh"
 E2E_TIMEOUT="${E2E_TIMEOUT:-60m}"
 external_cluster="${KUBECONFIG:+yes}"
 
-timed() { # timed STEP COMMAND...: run, log the wall time, return the command's exit code
-  local step="$1" start=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  log "$step took $((SECONDS - start))s"
-  return "$rc"
-}
-
 if [ -z "$external_cluster" ]; then
-  timed "local cluster up" "$ROOT_DIR/hack/local-cluster.sh" up
-  timed "images" "$ROOT_DIR/hack/images.sh" all
-  timed "object stores on $LC_BRIDGE_IP" env OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" up
-  export E2E_OBJSTORES_ENV="${E2E_OBJSTORES_ENV:-$CACHE_DIR/objstores/pods.env}"
+  local_stack_up || exit 1
   export E2E_OBJSTORES_REQUIRED=1 # just started: a test that cannot read them fails, never skips
-  export KUBECONFIG="$LC_KUBECONFIG"
-  export E2E_CLUSTER_DNS="${E2E_CLUSTER_DNS:-$LC_BRIDGE_IP:53}"
 else
   "$ROOT_DIR/hack/build-k8s.sh" kubectl
 fi

@@ -17,3 +17,24 @@ K8S_BIN_DIR="$CACHE_DIR/bin/k8s-$K8S_VERSION"
 etcd_bin_dir() { echo "$CACHE_DIR/bin/etcd-$1"; }
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+timed() { # timed STEP COMMAND...: run, log the wall time, return the command's exit code
+  local step="$1" start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  log "$step took $((SECONDS - start))s"
+  return "$rc"
+}
+
+# local_stack_up brings up (idempotent, cached) what e2e tests and the demo run on: the local
+# cluster, the images, and the object stores on the bridge address where pods reach them; it
+# exports KUBECONFIG, E2E_CLUSTER_DNS and E2E_OBJSTORES_ENV. The caller sources
+# hack/local-cluster/env.sh first and deploys the operators (hack/deploy.sh apply) after.
+local_stack_up() {
+  timed "local cluster up" "$ROOT_DIR/hack/local-cluster.sh" up || return
+  timed "images" "$ROOT_DIR/hack/images.sh" all || return
+  timed "object stores on $LC_BRIDGE_IP" env OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" up || return
+  export KUBECONFIG="$LC_KUBECONFIG"
+  export E2E_CLUSTER_DNS="${E2E_CLUSTER_DNS:-$LC_BRIDGE_IP:53}"
+  export E2E_OBJSTORES_ENV="${E2E_OBJSTORES_ENV:-$CACHE_DIR/objstores/pods.env}"
+}
