@@ -67,6 +67,36 @@ const (
 	ReasonDrillFailed         = "DrillFailed"
 )
 
+// Reasons of the safety checks (docs/safety.md): the operators refuse, say why, and delete
+// nothing.
+const (
+	// ReasonNotOwned: an object the operator would change or delete (a pod, volume or Service
+	// with the cluster's name or labels) is not controlled by this object (owner UID).
+	ReasonNotOwned = "NotOwned"
+	// ReasonMembershipUnverified: the member list could not be read linearizably (no quorum, or
+	// the answering member is partitioned); no membership change or deletion is made from it.
+	ReasonMembershipUnverified = "MembershipUnverified"
+	// ReasonClusterIDMismatch: the members that answer belong to an etcd cluster whose ID is not
+	// the one recorded in status.clusterID.
+	ReasonClusterIDMismatch = "ClusterIDMismatch"
+	// ReasonSeedConflict: a pod or volume stands at the seed member's name and the restore did
+	// not create it.
+	ReasonSeedConflict = "SeedConflict"
+	// ReasonRestoreInProgress: another EtcdRestore of the same cluster has not finished.
+	ReasonRestoreInProgress = "RestoreInProgress"
+	// ReasonPreflightFailed: a check before an in-place restore deletes the old cluster failed
+	// (seed agent image, etcd version, credentials, the seed pod refused by a server-side dry run).
+	ReasonPreflightFailed = "PreflightFailed"
+	// ReasonIncompatibleVersion: the backup was taken by an etcd newer than the cluster runs.
+	ReasonIncompatibleVersion = "IncompatibleVersion"
+	// ReasonRestoreFailed: on an EtcdCluster, the EtcdRestore that seeds it failed; the message
+	// says how to retry.
+	ReasonRestoreFailed = "RestoreFailed"
+	// ReasonObjectExists: a one-shot backup's exact path already holds an object; backups never
+	// overwrite one.
+	ReasonObjectExists = "ObjectExists"
+)
+
 // EtcdBackup condition types.
 const (
 	// BackupConditionComplete is True once the snapshot was verified and committed.
