@@ -26,6 +26,9 @@ const (
 	ServerTLSDir  = "/etc/etcdtls/member/server-tls"
 	MetricsPort   = 2381
 	ContainerName = "etcd"
+
+	// TopologyHostname is the node label members spread over.
+	TopologyHostname = "kubernetes.io/hostname"
 )
 
 // SelectorLabels selects the member pods of c.
@@ -144,15 +147,22 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 	return pod
 }
 
+// affinity is spec.pod.affinity when set. Otherwise members spread across nodes: required
+// pod anti-affinity on the node name with antiAffinity: true, preferred (weight 100) without,
+// so that one node going down takes at most one member where the nodes allow it.
 func affinity(c *etcdv1beta2.EtcdCluster, policy *etcdv1beta2.PodPolicy) *corev1.Affinity {
-	if policy.Affinity != nil || !policy.AntiAffinity {
+	if policy.Affinity != nil {
 		return policy.Affinity
 	}
+	term := corev1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
+		TopologyKey:   TopologyHostname,
+	}
+	if policy.AntiAffinity {
+		return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}
+	}
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
-			TopologyKey:   "kubernetes.io/hostname",
-		}},
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: term}},
 	}}
 }
 

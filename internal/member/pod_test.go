@@ -62,3 +62,53 @@ func TestMemberPodPolicyAndTLS(t *testing.T) {
 		t.Errorf("restart policy %s probe %+v", p.Spec.RestartPolicy, ct.ReadinessProbe)
 	}
 }
+
+// TestMemberPodAntiAffinity: members spread across nodes by default (preferred), antiAffinity
+// keeps meaning required, and an explicit affinity wins over both.
+func TestMemberPodAntiAffinity(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy *etcdv1beta2.PodPolicy
+		want   string // preferred, required or custom
+	}{
+		{"no pod policy: preferred", nil, "preferred"},
+		{"empty pod policy: preferred", &etcdv1beta2.PodPolicy{}, "preferred"},
+		{"antiAffinity: required", &etcdv1beta2.PodPolicy{AntiAffinity: true}, "required"},
+		{"affinity set: used as is", &etcdv1beta2.PodPolicy{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}}, "custom"},
+		{"affinity and antiAffinity: affinity as is", &etcdv1beta2.PodPolicy{AntiAffinity: true, Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}}, "custom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: etcdv1beta2.ClusterSpec{Size: 3, Pod: tc.policy}}
+			a := NewPod(c, "c-0", "3.6.16", "new", "").Spec.Affinity
+			got := "custom"
+			if a != nil && a.PodAntiAffinity != nil {
+				pa := a.PodAntiAffinity
+				switch {
+				case len(pa.RequiredDuringSchedulingIgnoredDuringExecution) == 1 && len(pa.PreferredDuringSchedulingIgnoredDuringExecution) == 0:
+					got = "required"
+					checkTerm(t, pa.RequiredDuringSchedulingIgnoredDuringExecution[0])
+				case len(pa.PreferredDuringSchedulingIgnoredDuringExecution) == 1 && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) == 0:
+					got = "preferred"
+					if w := pa.PreferredDuringSchedulingIgnoredDuringExecution[0].Weight; w != 100 {
+						t.Errorf("weight %d, want 100", w)
+					}
+					checkTerm(t, pa.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm)
+				}
+			}
+			if a == nil {
+				got = "none"
+			}
+			if got != tc.want {
+				t.Fatalf("affinity %+v is %s, want %s", a, got, tc.want)
+			}
+		})
+	}
+}
+
+func checkTerm(t *testing.T, term corev1.PodAffinityTerm) {
+	t.Helper()
+	if term.TopologyKey != "kubernetes.io/hostname" || term.LabelSelector == nil ||
+		term.LabelSelector.MatchLabels["etcd_cluster"] != "c" || term.LabelSelector.MatchLabels["app"] != "etcd" {
+		t.Errorf("anti-affinity term %+v, want the cluster's members on kubernetes.io/hostname", term)
+	}
+}
