@@ -6,11 +6,16 @@ SHELL := /usr/bin/env bash
 ROOT := $(shell pwd)
 BIN := $(ROOT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The commit date, not the time of the build: the same commit builds the same binaries.
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+export VERSION COMMIT BUILD_DATE
 
 CONTROLLER_GEN_VERSION := v0.19.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 
-GO_LDFLAGS := -s -w -X github.com/etcd-operator/etcd-operator/internal/version.Version=$(VERSION)
+VERSION_PKG := github.com/etcd-operator/etcd-operator/internal/version
+GO_LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(BUILD_DATE)
 
 ##@ General
 .PHONY: help
