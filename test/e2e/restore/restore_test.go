@@ -70,7 +70,7 @@ func TestRestore(t *testing.T) {
 			BackupSource:  bucket.Source("db/etcd.backup", "aws"),
 		},
 	})
-	backup := waitBackup(t, f, ns, "db-backup")
+	backup := f.WaitBackupCompleted(t, ns, "db-backup", 3*time.Minute)
 	t.Logf("backup: %d bytes at revision %d in %s", backup.Status.Size, backup.Status.EtcdRevision, backup.Status.Duration.Duration)
 
 	// 2. Bad backups: the named cluster is untouched.
@@ -82,7 +82,7 @@ func TestRestore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.Create(t, coreosRestore(ns, tc.name, "db", bucket.Source(tc.key, "aws")))
-			rs := waitFinished(t, f, ns, tc.name, 2*time.Minute)
+			rs := f.WaitRestoreFinished(t, ns, tc.name, 2*time.Minute)
 			if c := meta.FindStatusCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionFailed); c == nil || c.Status != metav1.ConditionTrue || c.Reason != tc.reason {
 				t.Fatalf("Failed condition %+v, want True/%s", c, tc.reason)
 			}
@@ -116,7 +116,7 @@ func TestRestore(t *testing.T) {
 				BackupSource: b.Source("db/etcd.backup", secret),
 			},
 		})
-		waitBackup(t, f, ns, name)
+		f.WaitBackupCompleted(t, ns, name, 3*time.Minute)
 		drills["drill-"+strings.ToLower(string(typ))] = etcdv1beta2.RestoreSpec{BackupStorageType: typ, BackupSource: b.Source("db/etcd.backup", secret)}
 	}
 	for name, spec := range drills {
@@ -126,7 +126,7 @@ func TestRestore(t *testing.T) {
 		f.Create(t, &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec})
 	}
 	for name := range drills {
-		rs := waitSucceeded(t, f, ns, name, 8*time.Minute)
+		rs := f.WaitRestoreSucceeded(t, ns, name, 8*time.Minute)
 		if v := rs.Status.Verification; !v.Passed || v.Keys < keys || v.MembersVerified != 3 {
 			t.Fatalf("%s: verification %+v", name, *v)
 		}
@@ -159,7 +159,7 @@ func TestRestore(t *testing.T) {
 	f.Create(t, coreosRestore(ns, "db", "db", bucket.Source("db/etcd.backup", "aws")))
 	// Kill the restore operator while the restore is under way.
 	framework.Eventually(t, 3*time.Minute, "restore db under way", func(ctx context.Context) (bool, error) {
-		rs, err := getRestore(ctx, f, ns, "db")
+		rs, err := f.GetRestore(ctx, ns, "db")
 		if err != nil {
 			return false, err
 		}
@@ -168,7 +168,7 @@ func TestRestore(t *testing.T) {
 	if out, errOut, err := f.Kubectl(ctx, "-n", "etcd-operator-system", "delete", "pod", "-l", "app.kubernetes.io/name=restore-operator", "--wait=false"); err != nil {
 		t.Fatalf("killing the restore operator: %v %s %s", err, out, errOut)
 	}
-	rs := waitSucceeded(t, f, ns, "db", 8*time.Minute)
+	rs := f.WaitRestoreSucceeded(t, ns, "db", 8*time.Minute)
 	total := time.Since(disaster)
 	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
 	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
@@ -196,59 +196,6 @@ func coreosRestore(ns, name, cluster string, src etcdv1beta2.BackupSource) *etcd
 			BackupSource:      src,
 		},
 	}
-}
-
-func getRestore(ctx context.Context, f *framework.Framework, ns, name string) (*etcdv1beta2.EtcdRestore, error) {
-	rs := &etcdv1beta2.EtcdRestore{}
-	return rs, f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rs)
-}
-
-// waitFinished waits until the restore succeeded or failed.
-func waitFinished(t testing.TB, f *framework.Framework, ns, name string, timeout time.Duration) *etcdv1beta2.EtcdRestore {
-	t.Helper()
-	var rs *etcdv1beta2.EtcdRestore
-	last := ""
-	framework.Eventually(t, timeout, "EtcdRestore "+ns+"/"+name+" finished", func(ctx context.Context) (bool, error) {
-		var err error
-		if rs, err = getRestore(ctx, f, ns, name); err != nil {
-			return false, err
-		}
-		msg := ""
-		if c := meta.FindStatusCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionComplete); c != nil {
-			msg = c.Message
-		}
-		if state := string(rs.Status.Phase) + ": " + msg; state != last {
-			t.Logf("%s %s", name, state)
-			last = state
-		}
-		return rs.Status.Phase == etcdv1beta2.RestorePhaseSucceeded || rs.Status.Phase == etcdv1beta2.RestorePhaseFailed, fmt.Errorf("phase %s: %s", rs.Status.Phase, msg)
-	})
-	return rs
-}
-
-func waitSucceeded(t testing.TB, f *framework.Framework, ns, name string, timeout time.Duration) *etcdv1beta2.EtcdRestore {
-	t.Helper()
-	rs := waitFinished(t, f, ns, name, timeout)
-	if !rs.Status.Succeeded {
-		f.DumpNamespace(t, ns)
-		t.Fatalf("EtcdRestore %s failed: %s", name, rs.Status.Reason)
-	}
-	return rs
-}
-
-func waitBackup(t testing.TB, f *framework.Framework, ns, name string) *etcdv1beta2.EtcdBackup {
-	t.Helper()
-	b := &etcdv1beta2.EtcdBackup{}
-	framework.Eventually(t, 3*time.Minute, "EtcdBackup "+name+" completed", func(ctx context.Context) (bool, error) {
-		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
-			return false, err
-		}
-		if b.Status.Phase == etcdv1beta2.BackupPhaseFailed {
-			t.Fatalf("backup failed: %s", b.Status.Reason)
-		}
-		return b.Status.Phase == etcdv1beta2.BackupPhaseCompleted, fmt.Errorf("phase %q", b.Status.Phase)
-	})
-	return b
 }
 
 // copyObject copies an object within the bucket.
