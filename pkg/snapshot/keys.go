@@ -14,11 +14,64 @@ const KeyTimeFormat = "20060102T150405Z"
 // revisionDigits is the zero-padded width of the revision in keys: enough for any int64.
 const revisionDigits = 20
 
-// ObjectKey returns the key of a periodic or scheduled backup taken at t of a store at revision
-// rev: <prefix>_<UTC timestamp>_v<revision padded to 20 digits>, for example
-// etcd.backup_20260101T020000Z_v00000000000000012345. Keys under one prefix sort by time in
-// string order and carry the revision; retention parses them with ParseKey instead of relying
-// on string order.
+// clusterIDDigits is the zero-padded width of the hex cluster ID in keys.
+const clusterIDDigits = 16
+
+// UnknownCluster is the cluster name in the key of a backup taken from etcdEndpoints that no
+// EtcdCluster of the backup's namespace reports as its cluster ID.
+const UnknownCluster = "-"
+
+// Identity is the cluster a backup was taken from. The zero Identity is that of a legacy key,
+// written before keys carried one.
+type Identity struct {
+	// Namespace is the namespace of the EtcdBackup that wrote the key.
+	Namespace string
+	// Cluster is the EtcdCluster's name, or UnknownCluster.
+	Cluster string
+	// ClusterID is the etcd cluster ID the member reported.
+	ClusterID uint64
+}
+
+// Tagged reports whether the identity is known (the key is not a legacy one).
+func (id Identity) Tagged() bool { return id.Namespace != "" }
+
+// Same reports whether a and b name the same cluster: the same namespace and, when both cluster
+// names are known, the same name (a restored or re-created cluster keeps its name but gets a
+// new ID); when either name is unknown, the same cluster ID. Untagged identities are never the
+// same as anything.
+func (id Identity) Same(b Identity) bool {
+	if !id.Tagged() || !b.Tagged() || id.Namespace != b.Namespace {
+		return false
+	}
+	if id.Cluster != UnknownCluster && b.Cluster != UnknownCluster {
+		return id.Cluster == b.Cluster
+	}
+	return id.ClusterID == b.ClusterID
+}
+
+// String renders the identity for messages: <namespace>/<cluster> (cluster ID <hex>).
+func (id Identity) String() string {
+	if !id.Tagged() {
+		return "legacy (no cluster identity)"
+	}
+	return fmt.Sprintf("%s/%s (cluster ID %0*x)", id.Namespace, id.Cluster, clusterIDDigits, id.ClusterID)
+}
+
+// ClusterKey returns the key of a periodic or scheduled backup of cluster id taken at t at
+// revision rev: <prefix>_<UTC timestamp>_v<revision, 20 digits>_<namespace>_<cluster>_<cluster
+// ID, 16 hex digits>, for example
+// etcd.backup_20260101T020000Z_v00000000000000012345_prod_main_8e9e05c52164694d. Kubernetes
+// names never contain "_", so the fields are unambiguous, and two clusters never write the same
+// key. Keys under one prefix sort by time in string order; retention parses them with ParseKey
+// instead of relying on string order. id must be Tagged, with a cluster name or UnknownCluster.
+func ClusterKey(prefix string, id Identity, rev int64, t time.Time) string {
+	return fmt.Sprintf("%s_%s_%s_%0*x", ObjectKey(prefix, rev, t), id.Namespace, id.Cluster, clusterIDDigits, id.ClusterID)
+}
+
+// ObjectKey returns a legacy key, without the cluster's identity:
+// <prefix>_<UTC timestamp>_v<revision padded to 20 digits>, for example
+// etcd.backup_20260101T020000Z_v00000000000000012345. Backups no longer write it (see
+// ClusterKey); ParseKey still reads it.
 func ObjectKey(prefix string, rev int64, t time.Time) string {
 	return fmt.Sprintf("%s_%s_v%0*d", prefix, t.UTC().Format(KeyTimeFormat), revisionDigits, rev)
 }
@@ -29,32 +82,102 @@ type KeyInfo struct {
 	Time time.Time
 	// Revision is the etcd store revision the member reported before the snapshot.
 	Revision int64
+	// Identity is the cluster the backup was taken from; zero for a legacy key.
+	Identity
 }
 
-// ParseKey parses a key written by ObjectKey under prefix. ok is false for any key this project
-// did not write that way under exactly this prefix (other prefixes that share the beginning,
-// one-shot backups, foreign objects), which retention then leaves alone.
+// ParseKey parses a key written by ClusterKey or ObjectKey under prefix. ok is false for any key
+// this project did not write that way under exactly this prefix (other prefixes that share the
+// beginning, one-shot backups, foreign objects), which retention then leaves alone.
 func ParseKey(prefix, key string) (KeyInfo, bool) {
-	rest, ok := strings.CutPrefix(key, prefix+"_")
-	if !ok {
+	p, info, ok := SplitKey(key)
+	if !ok || p != prefix {
 		return KeyInfo{}, false
 	}
-	ts, rev, ok := strings.Cut(rest, "_v")
-	if !ok || len(ts) != len(KeyTimeFormat) || len(rev) != revisionDigits {
-		return KeyInfo{}, false
+	return info, true
+}
+
+// SplitKey parses a key written by ClusterKey or ObjectKey under any prefix and returns that
+// prefix. It reads the key from its end: the fields it appends have fixed shapes.
+func SplitKey(key string) (string, KeyInfo, bool) {
+	var info KeyInfo
+	rest := key
+	if head, id, ok := cutIdentity(key); ok {
+		rest, info.Identity = head, id
+	}
+	// rest is <prefix>_<timestamp>_v<revision>.
+	const tail = 1 + len(KeyTimeFormat) + 2 + revisionDigits
+	if len(rest) <= tail {
+		return "", KeyInfo{}, false
+	}
+	prefix, suffix := rest[:len(rest)-tail], rest[len(rest)-tail:]
+	ts, rev := suffix[1:1+len(KeyTimeFormat)], suffix[1+len(KeyTimeFormat)+2:]
+	if suffix[0] != '_' || suffix[1+len(KeyTimeFormat):1+len(KeyTimeFormat)+2] != "_v" || !isDigits(rev) {
+		return "", KeyInfo{}, false
 	}
 	t, err := time.Parse(KeyTimeFormat, ts)
 	if err != nil {
-		return KeyInfo{}, false
-	}
-	for _, c := range rev {
-		if c < '0' || c > '9' {
-			return KeyInfo{}, false
-		}
+		return "", KeyInfo{}, false
 	}
 	r, err := strconv.ParseInt(rev, 10, 64)
 	if err != nil {
-		return KeyInfo{}, false
+		return "", KeyInfo{}, false
 	}
-	return KeyInfo{Time: t, Revision: r}, true
+	info.Time, info.Revision = t, r
+	return prefix, info, true
+}
+
+// cutIdentity splits _<namespace>_<cluster>_<16 hex digits> off the end of key.
+func cutIdentity(key string) (string, Identity, bool) {
+	rest, hex, ok := cutLast(key)
+	if !ok || len(hex) != clusterIDDigits || strings.Trim(hex, "0123456789abcdef") != "" {
+		return "", Identity{}, false
+	}
+	rest, cluster, ok := cutLast(rest)
+	if !ok || (cluster != UnknownCluster && !isName(cluster)) {
+		return "", Identity{}, false
+	}
+	rest, ns, ok := cutLast(rest)
+	if !ok || !isName(ns) {
+		return "", Identity{}, false
+	}
+	id, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		return "", Identity{}, false
+	}
+	return rest, Identity{Namespace: ns, Cluster: cluster, ClusterID: id}, true
+}
+
+// cutLast splits s at its last "_".
+func cutLast(s string) (string, string, bool) {
+	i := strings.LastIndexByte(s, '_')
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// isName reports whether s can be a Kubernetes object name (a DNS-1123 subdomain): lowercase
+// alphanumerics, "-" and ".", starting and ending with an alphanumeric, at most 253 bytes.
+func isName(s string) bool {
+	if s == "" || len(s) > 253 || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }
+
+func isDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

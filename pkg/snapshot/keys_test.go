@@ -53,6 +53,13 @@ func TestParseKeyRejectsForeignKeys(t *testing.T) {
 		"etcd.backup_20260101T000000Z_v0000000000000000000x",
 		"etcd.backup_20260101T000000Z_v-0000000000000000007",
 		good + ".tmp",
+		good + "_ns_a_000000000000000",  // cluster ID too short
+		good + "_ns_a_000000000000000G", // not hex
+		good + "_ns_a_000000000000000A", // upper case
+		good + "_NS_a_0000000000000001", // not a Kubernetes name
+		good + "_ns__0000000000000001",  // empty cluster name
+		good + "_a_0000000000000001",    // namespace missing
+		good + "_ns_a_0000000000000001_x",
 	} {
 		if info, ok := ParseKey("etcd.backup", key); ok {
 			t.Errorf("ParseKey(%q) = %+v, want not ours", key, info)
@@ -60,6 +67,89 @@ func TestParseKeyRejectsForeignKeys(t *testing.T) {
 	}
 	if _, ok := ParseKey("etcd.backup", good); !ok {
 		t.Fatalf("ParseKey(%q) rejected", good)
+	}
+}
+
+// TestClusterKeyRoundTrip: every field of an identity-tagged key parses back, under prefixes
+// that themselves hold "_" and "/" and with the largest cluster ID.
+func TestClusterKeyRoundTrip(t *testing.T) {
+	at := time.Date(2026, 3, 29, 1, 30, 5, 999, time.FixedZone("CET", 3600))
+	for _, tc := range []struct {
+		prefix string
+		id     Identity
+		rev    int64
+	}{
+		{"dir/etcd.backup", Identity{Namespace: "prod", Cluster: "main", ClusterID: 0x8e9e05c52164694d}, 12345},
+		{"a_b/c_d", Identity{Namespace: "team-a", Cluster: "db.v2", ClusterID: 1}, 0},
+		{"p", Identity{Namespace: "ns", Cluster: UnknownCluster, ClusterID: 1<<64 - 1}, 1<<63 - 1},
+	} {
+		key := ClusterKey(tc.prefix, tc.id, tc.rev, at)
+		info, ok := ParseKey(tc.prefix, key)
+		if !ok || info.Revision != tc.rev || !info.Time.Equal(at.Truncate(time.Second)) || info.Identity != tc.id {
+			t.Fatalf("ParseKey(%q) = %+v, %t; want %+v", key, info, ok, tc.id)
+		}
+		prefix, info2, ok := SplitKey(key)
+		if !ok || prefix != tc.prefix || info2 != info {
+			t.Fatalf("SplitKey(%q) = %q, %+v, %t", key, prefix, info2, ok)
+		}
+	}
+	id := Identity{Namespace: "prod", Cluster: "main", ClusterID: 0xabc}
+	if got := ClusterKey("p", id, 12345, at); got != "p_20260329T003005Z_v00000000000000012345_prod_main_0000000000000abc" {
+		t.Fatalf("ClusterKey = %q", got)
+	}
+}
+
+// TestLegacyKeysStillParse: keys written before they carried an identity parse with a zero
+// Identity, under their exact prefix and through SplitKey.
+func TestLegacyKeysStillParse(t *testing.T) {
+	at := time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)
+	for _, key := range []string{
+		"etcd.backup_20260101T020000Z_v00000000000000012345",
+		ObjectKey("etcd.backup", 12345, at),
+	} {
+		info, ok := ParseKey("etcd.backup", key)
+		if !ok || info.Revision != 12345 || !info.Time.Equal(at) || info.Tagged() || info.Identity != (Identity{}) {
+			t.Fatalf("ParseKey(%q) = %+v, %t", key, info, ok)
+		}
+		if p, _, ok := SplitKey(key); !ok || p != "etcd.backup" {
+			t.Fatalf("SplitKey(%q) = %q, %t", key, p, ok)
+		}
+	}
+}
+
+// TestKeysOfTwoClustersDiffer: two clusters backed up at the same revision in the same second
+// under one prefix never get the same key (the overwrite of reproduction 2).
+func TestKeysOfTwoClustersDiffer(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := ClusterKey("shared/etcd.backup", Identity{Namespace: "ns", Cluster: "a", ClusterID: 0x11}, 7, at)
+	b := ClusterKey("shared/etcd.backup", Identity{Namespace: "ns", Cluster: "b", ClusterID: 0x22}, 7, at)
+	unknownA := ClusterKey("shared/etcd.backup", Identity{Namespace: "ns", Cluster: UnknownCluster, ClusterID: 0x11}, 7, at.Add(999*time.Millisecond))
+	otherNS := ClusterKey("shared/etcd.backup", Identity{Namespace: "ns2", Cluster: "a", ClusterID: 0x11}, 7, at)
+	if len(map[string]bool{a: true, b: true, unknownA: true, otherNS: true}) != 4 {
+		t.Fatalf("keys collide: %s %s %s %s", a, b, unknownA, otherNS)
+	}
+}
+
+func TestIdentitySame(t *testing.T) {
+	id := func(ns, c string, cid uint64) Identity { return Identity{Namespace: ns, Cluster: c, ClusterID: cid} }
+	for _, tc := range []struct {
+		a, b Identity
+		want bool
+	}{
+		{id("ns", "a", 1), id("ns", "a", 1), true},
+		{id("ns", "a", 1), id("ns", "a", 2), true}, // restored: same name, new ID
+		{id("ns", "a", 1), id("ns", "b", 1), false},
+		{id("ns", "a", 1), id("ns2", "a", 1), false},
+		{id("ns", "a", 1), id("ns", UnknownCluster, 1), true},
+		{id("ns", UnknownCluster, 1), id("ns", "a", 2), false},
+		{id("ns", UnknownCluster, 1), id("ns", UnknownCluster, 1), true},
+		{id("ns", UnknownCluster, 1), id("ns2", UnknownCluster, 1), false},
+		{Identity{}, Identity{}, false},
+		{Identity{}, id("ns", "a", 1), false},
+	} {
+		if got := tc.a.Same(tc.b); got != tc.want || tc.b.Same(tc.a) != tc.want {
+			t.Errorf("%v.Same(%v) = %t, want %t (both ways)", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
 

@@ -69,11 +69,13 @@ type Config struct {
 type Member struct {
 	Endpoint string
 	ID       uint64
-	Revision int64
-	Version  string
-	DbSize   int64
-	IsLeader bool
-	Err      error
+	// ClusterID is the cluster ID in the member's Status response header.
+	ClusterID uint64
+	Revision  int64
+	Version   string
+	DbSize    int64
+	IsLeader  bool
+	Err       error
 }
 
 // Result describes a stored, verified backup.
@@ -136,6 +138,7 @@ func Members(ctx context.Context, cfg *Config) ([]Member, error) {
 			m.Err = errors.New("member is a learner")
 		default:
 			m.ID, m.Revision, m.Version, m.DbSize = resp.Header.MemberId, resp.Header.Revision, resp.Version, resp.DbSize
+			m.ClusterID = resp.Header.ClusterId
 			m.IsLeader = resp.Leader == resp.Header.MemberId
 			if len(resp.Errors) > 0 {
 				m.Err = fmt.Errorf("member reports errors: %v", resp.Errors)
