@@ -51,6 +51,9 @@ type Config struct {
 	Concurrency int
 	// ListPageSize is the number of blobs per listing request; 0 means the server's (5000).
 	ListPageSize int32
+	// CABundle is PEM certificates trusted on top of the system's roots for HTTPS, for an
+	// endpoint behind a private CA; nil trusts the system's roots only.
+	CABundle []byte
 }
 
 func (c *Config) validate() error {
@@ -113,10 +116,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	cfg.setDefaults()
 	containerURL := cfg.serviceURL() + "/" + url.PathEscape(cfg.Container)
-	var (
-		client *container.Client
-		err    error
-	)
+	opts, err := clientOptions(cfg.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	var client *container.Client
 	if cfg.Key != "" {
 		var cred *container.SharedKeyCredential
 		cred, err = container.NewSharedKeyCredential(cfg.Account, string(cfg.Key))
@@ -124,9 +128,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			// Not wrapped: the SDK's message can quote the key.
 			return nil, errors.New("abs: storage key is not valid base64")
 		}
-		client, err = container.NewClientWithSharedKeyCredential(containerURL, cred, nil)
+		client, err = container.NewClientWithSharedKeyCredential(containerURL, cred, &container.ClientOptions{ClientOptions: opts})
 	} else {
-		client, err = newAmbientClient(containerURL, cfg.Cloud)
+		client, err = newAmbientClient(containerURL, cfg.Cloud, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("abs: creating client for %s: %w", containerURL, err)
@@ -134,12 +138,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return &Backend{cfg: cfg, container: client}, nil
 }
 
-func newAmbientClient(containerURL, cloudName string) (*container.Client, error) {
+func newAmbientClient(containerURL, cloudName string, opts azcore.ClientOptions) (*container.Client, error) {
 	cl, _ := lookupCloud(cloudName)
 	if cl.config == nil {
 		return nil, fmt.Errorf("cloud %s has no Entra ID endpoint: use a storage key", cloudName)
 	}
-	opts := azcore.ClientOptions{Cloud: *cl.config}
+	opts.Cloud = *cl.config
 	cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{ClientOptions: opts})
 	if err != nil {
 		return nil, err

@@ -58,6 +58,11 @@ type Config struct {
 	// Concurrency is the number of parts (S3) or blocks (ABS) uploaded in parallel; 0 means the
 	// provider's default.
 	Concurrency int
+	// CABundle is PEM CA certificates that S3, GCS and ABS trust for HTTPS on top of the system's
+	// roots (the public roots compiled into the binaries where the image has none): for an
+	// endpoint behind a private CA (on-prem MinIO, Ceph RGW, a TLS-inspecting proxy). Nil trusts
+	// the system's roots only; a non-empty bundle without a PEM certificate is an error.
+	CABundle []byte
 }
 
 // New builds the provider cfg describes. It makes no network request.
@@ -94,6 +99,7 @@ func newS3(ctx context.Context, cfg Config) (backend.Backend, error) {
 		ForcePathStyle: cfg.ForcePathStyle,
 		PartSize:       cfg.PartSize,
 		Concurrency:    cfg.Concurrency,
+		CABundle:       cfg.CABundle,
 	}
 	if cfg.Secret != nil {
 		creds, region, err := s3.ParseAWSSecret(cfg.Secret)
@@ -115,6 +121,7 @@ func newABS(ctx context.Context, cfg Config) (backend.Backend, error) {
 		Endpoint:    cfg.Endpoint,
 		BlockSize:   cfg.PartSize,
 		Concurrency: cfg.Concurrency,
+		CABundle:    cfg.CABundle,
 	}
 	if cfg.Secret != nil {
 		var err error
@@ -134,6 +141,7 @@ func newGCS(ctx context.Context, cfg Config) (backend.Backend, error) {
 		Endpoint:  cfg.Endpoint,
 		Anonymous: cfg.Anonymous,
 		ChunkSize: int(cfg.PartSize),
+		CABundle:  cfg.CABundle,
 	}
 	if cfg.Secret != nil {
 		creds, err := gcs.ParseGCPSecret(cfg.Secret)

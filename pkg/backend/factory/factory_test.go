@@ -15,6 +15,7 @@ func TestNew(t *testing.T) {
 	}
 	absSecret := map[string][]byte{"storage-account": []byte("acct"), "storage-key": []byte("a2V5")}
 	gcpSecret := map[string][]byte{"access-token": []byte("tok")}
+	testCA := newTestPKI(t).caPEM
 	cases := []struct {
 		name    string
 		cfg     Config
@@ -33,6 +34,12 @@ func TestNew(t *testing.T) {
 		{"ABS with a broken secret", Config{Type: ABS, Bucket: "c", Secret: map[string][]byte{"storage-key": []byte("k")}}, "storage-account"},
 		{"GCS with a broken secret", Config{Type: GCS, Bucket: "b", Secret: map[string][]byte{}}, "neither"},
 		{"S3 part below the minimum", Config{Type: S3, Bucket: "b", Secret: awsSecret, PartSize: 1 << 20}, "PartSize"},
+		{"S3 with a CA bundle", Config{Type: S3, Bucket: "b", Secret: awsSecret, CABundle: testCA}, ""},
+		{"ABS with a CA bundle", Config{Type: ABS, Bucket: "c", Secret: absSecret, CABundle: testCA}, ""},
+		{"GCS with a CA bundle", Config{Type: GCS, Bucket: "b", Secret: gcpSecret, CABundle: testCA}, ""},
+		{"S3 with a CA bundle without certificates", Config{Type: S3, Bucket: "b", Secret: awsSecret, CABundle: []byte("not PEM")}, "CA bundle holds no PEM certificate"},
+		{"ABS with a CA bundle without certificates", Config{Type: ABS, Bucket: "c", Secret: absSecret, CABundle: []byte("not PEM")}, "CA bundle holds no PEM certificate"},
+		{"GCS with a CA bundle without certificates", Config{Type: GCS, Bucket: "b", Secret: gcpSecret, CABundle: []byte("not PEM")}, "CA bundle holds no PEM certificate"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
