@@ -1,17 +1,16 @@
 // Package retention decides which backup objects under a prefix to delete and deletes them.
 //
 // It only ever considers keys that snapshot.ParseKey recognises under the exact prefix (objects
-// this project wrote), orders them by the time and revision parsed from the key (never by string
-// order), and never deletes the newest backup nor the one the caller protects (the backup just
-// written).
+// this project wrote), and among those only the backups of one cluster: several clusters may
+// share a prefix, and one cluster's retention never deletes another's backups. It orders
+// backups by time (see Order) and revision, never by string order, and never deletes the
+// cluster's newest backup nor the key the caller protects (the backup just written).
 package retention
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
@@ -29,71 +28,113 @@ type Policy struct {
 // IsZero reports whether the policy keeps everything.
 func (p Policy) IsZero() bool { return p.MaxBackups <= 0 && p.MaxAge <= 0 }
 
-// Backup is one of our backup objects.
-type Backup struct {
-	Key string
-	snapshot.KeyInfo
+// Request says whose backups under which prefix a policy applies to.
+type Request struct {
+	// Prefix is the key prefix the backups were written under.
+	Prefix string
+	// Owner is the cluster whose backups are considered (the one that wrote the new backup).
+	// Backups of other clusters are never deleted; legacy backups (keys without an identity)
+	// only while no other cluster's tagged backup shares the prefix.
+	Owner snapshot.Identity
+	// Protect is a key that is never deleted (the backup just written).
+	Protect string
+	Policy  Policy
+	// Now is the time ages and clock skew are measured against.
+	Now time.Time
 }
 
-// Parse returns the backups among infos written under prefix, newest first (by time, then
-// revision). Other objects are left out.
-func Parse(prefix string, infos []backend.ObjectInfo) []Backup {
-	var out []Backup
-	for _, info := range infos {
-		if ki, ok := snapshot.ParseKey(prefix, info.Key); ok {
-			out = append(out, Backup{Key: info.Key, KeyInfo: ki})
-		}
-	}
-	slices.SortFunc(out, func(a, b Backup) int {
-		if c := b.Time.Compare(a.Time); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Revision, a.Revision); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.Key, a.Key)
-	})
-	return out
+// Decision is what Select decided.
+type Decision struct {
+	// Delete are the keys to delete, newest first.
+	Delete []string
+	// LegacyKept are legacy keys left alone because backups of other clusters share the prefix:
+	// which cluster they belong to cannot be told.
+	LegacyKept []string
+	// Others are the identities of the other clusters with backups under the prefix.
+	Others []snapshot.Identity
 }
 
-// Select returns the keys to delete: backups beyond MaxBackups or older than MaxAge at now,
-// except the newest and the protected key.
-func Select(prefix string, infos []backend.ObjectInfo, p Policy, now time.Time, protect string) []string {
-	if p.IsZero() {
-		return nil
+// Select returns what to delete among infos (a listing of req.Prefix): the owner's backups
+// beyond MaxBackups or older than MaxAge, except the owner's newest and the protected key.
+// Legacy backups count as the owner's when no other cluster's tagged backup is under the
+// prefix (a prefix one cluster used before keys carried identities); otherwise they are kept.
+func Select(req Request, infos []backend.ObjectInfo) Decision {
+	var d Decision
+	if req.Policy.IsZero() {
+		return d
 	}
-	var del []string
-	for i, b := range Parse(prefix, infos) {
-		if i == 0 || b.Key == protect {
+	all := ParseAt(req.Prefix, infos, req.Now)
+	var own, legacy []Backup
+	for _, b := range all {
+		switch {
+		case b.Tagged() && req.Owner.Same(b.Identity):
+			own = append(own, b)
+		case b.Tagged():
+			d.Others = appendIdentity(d.Others, b.Identity)
+		default:
+			legacy = append(legacy, b)
+		}
+	}
+	candidates := own
+	if len(d.Others) == 0 {
+		candidates = all // own and legacy backups, in order
+	} else {
+		for _, b := range legacy {
+			d.LegacyKept = append(d.LegacyKept, b.Key)
+		}
+	}
+	var ownNewest string
+	if len(own) > 0 {
+		ownNewest = own[0].Key
+	}
+	for i, b := range candidates {
+		if i == 0 || b.Key == ownNewest || b.Key == req.Protect {
 			continue
 		}
-		tooMany := p.MaxBackups > 0 && i >= p.MaxBackups
-		tooOld := p.MaxAge > 0 && now.Sub(b.Time) > p.MaxAge
+		tooMany := req.Policy.MaxBackups > 0 && i >= req.Policy.MaxBackups
+		tooOld := req.Policy.MaxAge > 0 && req.Now.Sub(b.Order) > req.Policy.MaxAge
 		if tooMany || tooOld {
-			del = append(del, b.Key)
+			d.Delete = append(d.Delete, b.Key)
 		}
 	}
-	return del
+	return d
 }
 
-// Apply lists the objects under prefix in b (every page), and deletes what Select picks. It
-// returns the deleted keys; on errors it keeps going and returns them joined.
-func Apply(ctx context.Context, b backend.Backend, prefix string, p Policy, now time.Time, protect string) ([]string, error) {
-	if p.IsZero() {
-		return nil, nil
+// appendIdentity appends id unless an equal identity is already in ids.
+func appendIdentity(ids []snapshot.Identity, id snapshot.Identity) []snapshot.Identity {
+	for _, x := range ids {
+		if x == id {
+			return ids
+		}
 	}
-	infos, err := b.List(ctx, prefix)
+	return append(ids, id)
+}
+
+// Outcome is what Apply did.
+type Outcome struct {
+	Decision
+	// Deleted are the keys deleted.
+	Deleted []string
+}
+
+// Apply lists the objects under req.Prefix in b (every page), and deletes what Select picks.
+// On delete errors it keeps going and returns them joined.
+func Apply(ctx context.Context, b backend.Backend, req Request) (Outcome, error) {
+	if req.Policy.IsZero() {
+		return Outcome{}, nil
+	}
+	infos, err := b.List(ctx, req.Prefix)
 	if err != nil {
-		return nil, fmt.Errorf("listing backups under %q: %w", prefix, err)
+		return Outcome{}, fmt.Errorf("listing backups under %q: %w", req.Prefix, err)
 	}
-	var deleted []string
+	out := Outcome{Decision: Select(req, infos)}
 	var errs []error
-	for _, key := range Select(prefix, infos, p, now, protect) {
+	for _, key := range out.Delete {
 		if err := b.Delete(ctx, key); err != nil {
 			errs = append(errs, fmt.Errorf("deleting old backup %q: %w", key, err))
 			continue
 		}
-		deleted = append(deleted, key)
+		out.Deleted = append(out.Deleted, key)
 	}
-	return deleted, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }

@@ -55,7 +55,7 @@ func TestSelect(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Select("p", tc.infos, tc.p, now, tc.protect)
+			got := Select(Request{Prefix: "p", Owner: idA, Policy: tc.p, Now: now, Protect: tc.protect}, tc.infos).Delete
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("Select = %v\nwant %v", got, tc.want)
 			}
@@ -67,7 +67,7 @@ func TestSelect(t *testing.T) {
 // time is kept.
 func TestSelectNewestByTimeNotRevision(t *testing.T) {
 	infos := objs("p", 5000, 6000, 100) // restored to an older backup at hour 2
-	got := Select("p", infos, Policy{MaxBackups: 1}, t0.Add(3*time.Hour), "")
+	got := Select(Request{Prefix: "p", Owner: idA, Policy: Policy{MaxBackups: 1}, Now: t0.Add(3 * time.Hour)}, infos).Delete
 	want := []string{key("p", 1, 6000), key("p", 0, 5000)}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Select = %v, want %v", got, want)
@@ -87,9 +87,9 @@ func TestApplyManyObjects(t *testing.T) {
 		}
 	}
 	_ = b.Put(ctx, "dir/etcd.backup", stringsReader("one-shot"))
-	deleted, err := Apply(ctx, b, "dir/etcd.backup", Policy{MaxBackups: 10}, t0.Add(n*time.Minute), "")
-	if err != nil || len(deleted) != n-10 {
-		t.Fatalf("Apply deleted %d, %v", len(deleted), err)
+	out, err := Apply(ctx, b, Request{Prefix: "dir/etcd.backup", Owner: idA, Policy: Policy{MaxBackups: 10}, Now: t0.Add(n * time.Minute)})
+	if err != nil || len(out.Deleted) != n-10 {
+		t.Fatalf("Apply deleted %d, %v", len(out.Deleted), err)
 	}
 	left, _ := b.List(ctx, "dir/")
 	if len(left) != 11 {

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
-	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -21,7 +18,7 @@ type outcome struct {
 }
 
 // backup resolves the cluster and the store, streams one verified snapshot and, for periodic
-// backups with maxBackups, deletes the oldest of our objects under the prefix.
+// backups with maxBackups, deletes the oldest of this cluster's objects under the prefix.
 func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*outcome, error) {
 	spec := &obj.Spec
 	tgt, err := resolveTarget(ctx, r.Client, obj.Namespace, spec)
@@ -40,32 +37,35 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 		DialTimeout:    r.Options.EtcdDialTimeout,
 		RequestTimeout: r.Options.EtcdRequestTimeout,
 		Now:            r.now,
-		Key: func(rev int64, start time.Time) string {
-			if spec.IsPrefixPath() {
-				return snapshot.ObjectKey(store.Key, rev, start)
-			}
-			return store.Key
-		},
+		Key:            func(int64, time.Time) string { return store.Key },
 	}
 	if spec.BackupPolicy != nil && spec.BackupPolicy.TimeoutInSecond > 0 {
 		cfg.Timeout = time.Duration(spec.BackupPolicy.TimeoutInSecond) * time.Second
 	}
-	res, err := snapshot.Take(ctx, cfg, store)
+	members, err := snapshot.Members(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := snapshot.Pick(members)
+	if err != nil {
+		return nil, err
+	}
+	// The key of a prefixed backup names the cluster it came from, so clusters sharing a
+	// prefix never write the same key and retention can tell their backups apart.
+	var id snapshot.Identity
+	if spec.IsPrefixPath() {
+		if id, err = identity(ctx, r.Client, obj, m); err != nil {
+			return nil, err
+		}
+		cfg.Key = func(rev int64, start time.Time) string { return snapshot.ClusterKey(store.Key, id, rev, start) }
+	}
+	res, err := snapshot.TakeFrom(ctx, cfg, m, store)
 	if err != nil {
 		return nil, err
 	}
 	out := &outcome{Result: res, location: store.Location(res.Key), cluster: tgt.name}
-
 	if spec.IsPeriodic() && spec.BackupPolicy.MaxBackups > 0 {
-		policy := retention.Policy{MaxBackups: int(spec.BackupPolicy.MaxBackups)}
-		deleted, err := retention.Apply(ctx, store, store.Key, policy, r.now(), res.Key)
-		if len(deleted) > 0 {
-			ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(deleted), "prefix", store.Key)
-		}
-		if err != nil {
-			// The backup itself is good; retention runs again after the next one.
-			r.Recorder.Eventf(obj, "Warning", "RetentionFailed", "Deleting old backups under %s: %v", store.Key, err)
-		}
+		r.applyRetention(ctx, obj, store, id, res.Key)
 	}
 	return out, nil
 }

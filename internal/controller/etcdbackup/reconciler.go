@@ -43,6 +43,9 @@ type Reconciler struct {
 	// RetryBackoff is the wait after a transient failure of a one-shot backup; 0 means
 	// DefaultRetryBackoff.
 	RetryBackoff time.Duration
+
+	// legacy remembers the backups told that retention kept legacy objects.
+	legacy LegacyWarnings
 }
 
 // Setup registers the EtcdBackup controller with the manager.
@@ -75,8 +78,8 @@ func (r *Reconciler) now() time.Time {
 //  2. A finished one-shot backup (Completed or Failed) is a record: return at once, never redo.
 //  3. Not due yet (periodic interval, or retry backoff of a one-shot) -> RequeueAfter the rest.
 //  4. Otherwise resolve endpoints and TLS, open the store, stream a verified snapshot into it,
-//     apply maxBackups retention (periodic), and record the outcome in status with one deferred
-//     merge patch; periodic backups requeue after their interval.
+//     apply maxBackups retention to this cluster's backups (periodic), and record the outcome
+//     in status with one deferred merge patch; periodic backups requeue after their interval.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	obj := &etcdv1beta2.EtcdBackup{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {

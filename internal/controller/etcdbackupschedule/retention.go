@@ -9,12 +9,18 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
+// legacyWarnings sends the LegacyBackupsKept event once per schedule (and operator process).
+var legacyWarnings etcdbackup.LegacyWarnings
+
 // applyRetention deletes old backup objects under the template's path after a new successful
-// backup (one that prevSuccess, the status before this pass, did not know yet). The newest
-// successful backup is protected; only keys this project wrote under the prefix are touched.
-// Failures are reported as a Warning event and retried after the next success.
+// backup (one that prevSuccess, the status before this pass, did not know yet). Only backups of
+// the cluster the newest successful backup came from (the identity in its key) are deleted, so
+// schedules of several clusters may share a prefix; the newest successful backup is protected;
+// only keys this project wrote under the prefix are touched. Failures are reported as a Warning
+// event and retried after the next success.
 func (r *Reconciler) applyRetention(ctx context.Context, s *etcdv1beta2.EtcdBackupSchedule, prevSuccess string, now time.Time) {
 	ret := s.Spec.Retention
 	if ret == nil || s.Status.LastSuccessfulBackup == "" || s.Status.LastSuccessfulBackup == prevSuccess {
@@ -33,16 +39,21 @@ func (r *Reconciler) applyRetention(ctx context.Context, s *etcdv1beta2.EtcdBack
 		return
 	}
 	defer store.Close()
-	var protect string
+	req := retention.Request{Prefix: store.Key, Policy: policy, Now: now}
 	if _, bucket, key, ok := etcdbackup.ParseLocation(s.Status.LastSuccessfulLocation); ok && bucket == store.Bucket {
-		protect = key
+		req.Protect = key
+		// Without an identity (a key of an older operator) only legacy backups are considered.
+		if info, ok := snapshot.ParseKey(store.Key, key); ok {
+			req.Owner = info.Identity
+		}
 	}
-	deleted, err := retention.Apply(ctx, store, store.Key, policy, now, protect)
-	if len(deleted) > 0 {
-		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(deleted), "prefix", store.Key)
-		r.Recorder.Eventf(s, "Normal", "RetentionApplied", "Deleted %d old backups under %s", len(deleted), store.Location(store.Key))
+	out, err := retention.Apply(ctx, store, req)
+	if len(out.Deleted) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(out.Deleted), "prefix", store.Key, "cluster", req.Owner.String())
+		r.Recorder.Eventf(s, "Normal", "RetentionApplied", "Deleted %d old backups of %s under %s", len(out.Deleted), req.Owner, store.Location(store.Key))
 	}
 	if err != nil {
 		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Deleting old backups: %v", err)
 	}
+	legacyWarnings.Report(r.Recorder, s, store.Location(store.Key), out.Decision)
 }
