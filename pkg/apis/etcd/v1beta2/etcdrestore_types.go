@@ -5,10 +5,12 @@ import (
 )
 
 // EtcdRestore makes an etcd cluster from a backup. The backup is checked first (it exists, its
-// size and checksum match, it is a valid snapshot); only then is the target cluster replaced or
-// created. The restore operator seeds the first member from the snapshot, the etcd operator
-// adopts it and grows the cluster to size, and the restore succeeds only once the cluster is
-// Available and holds the backup's revision.
+// size and checksum match, it is a valid snapshot), then everything the seed member needs
+// (preflight: agent image, etcd version, credentials, a server-side dry run of the seed pod);
+// only then is the target cluster replaced or created. One EtcdRestore per cluster runs at a
+// time: a later one waits. The restore operator seeds the first member from the snapshot (a
+// pod controlled by the EtcdCluster), the etcd operator grows the cluster to size, and the
+// restore succeeds only once the cluster is Available and holds the backup's revision.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=etcdrestore,categories=etcd
@@ -48,8 +50,10 @@ type EtcdRestore struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.ttlSecondsAfterFinished) || has(self.clusterTemplate)",message="ttlSecondsAfterFinished deletes the restored cluster, so it is allowed only for a restore into a scratch cluster (clusterTemplate set), never for a cluster restored in place"
 type RestoreSpec struct {
 	// etcdCluster names the cluster to restore into. If an EtcdCluster of that name exists, it
-	// is the template (size, version, pod policy, TLS) and is replaced once the backup has been
-	// verified; otherwise clusterTemplate must name the template.
+	// is the template (size, version, pod policy, TLS) and is replaced once the backup and the
+	// preflight checks passed (its volumes are kept until the restored cluster is verified);
+	// otherwise clusterTemplate must name the template. While another EtcdRestore of the same
+	// etcdCluster that came first has not finished, this one waits (RestoreInProgress).
 	// +required
 	EtcdCluster EtcdClusterRef `json:"etcdCluster"`
 
@@ -174,7 +178,8 @@ type RestoreStatus struct {
 	// +optional
 	BackupAge *metav1.Duration `json:"backupAge,omitempty"`
 
-	// seedMember is the name of the member pod seeded from the backup.
+	// seedMember is the name of the member pod seeded from the backup: <cluster>-<n>, n one
+	// above the highest index of any pod or volume of the cluster's name when it was created.
 	// +optional
 	SeedMember string `json:"seedMember,omitempty"`
 
@@ -184,9 +189,20 @@ type RestoreStatus struct {
 	Verification *RestoreVerification `json:"verification,omitempty"`
 
 	// clusterDeletedTime is when the scratch cluster of a drill was deleted after
-	// ttlSecondsAfterFinished.
+	// ttlSecondsAfterFinished (or, for a drill that made no cluster, when its TTL ran out:
+	// nothing is deleted then).
 	// +optional
 	ClusterDeletedTime *metav1.Time `json:"clusterDeletedTime,omitempty"`
+
+	// retainedVolumes are the PersistentVolumeClaims of the cluster an in-place restore replaced.
+	// Before deleting that cluster the restore operator makes this EtcdRestore their owner
+	// (annotation etcd.database.coreos.com/retained-by), so they outlive it; they are deleted
+	// once the restored cluster is verified, and kept when the restore fails (deleting the
+	// EtcdRestore then deletes them).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	RetainedVolumes []string `json:"retainedVolumes,omitempty"`
 }
 
 // RestoreVerification is what the restore operator checked on a restored cluster.
