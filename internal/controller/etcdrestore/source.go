@@ -3,6 +3,7 @@ package etcdrestore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +13,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
+	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -175,32 +178,54 @@ func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore)
 	if err != nil {
 		return nil, &reasonError{reason: etcdv1beta2.ReasonStorageUnreachable, transient: true, err: fmt.Errorf("listing backups under %s: %w", src.location(), err)}
 	}
-	var best *snapshot.KeyInfo
-	for _, o := range objs {
-		info, ok := snapshot.ParseKey(key, o.Key)
-		if ok && (best == nil || info.Time.After(best.Time) || (info.Time.Equal(best.Time) && info.Revision > best.Revision)) {
-			best, src.key = &info, o.Key
-		}
+	b, err := newestOf(rs, key, src.location(), objs, r.now())
+	if err != nil {
+		return nil, err
 	}
-	if best == nil {
-		return nil, failure(etcdv1beta2.ReasonNoSuccessfulBackup, "no backup written by this project under %s", src.location())
-	}
+	src.key = b.Key
 	src.spec = withPath(rs.Spec.BackupStorageType, rs.Spec.BackupSource, bucket+"/"+src.key)
-	src.revision = best.Revision
-	src.taken = &metav1.Time{Time: best.Time}
+	src.revision = b.Revision
+	src.taken = &metav1.Time{Time: b.Time}
 	return src, nil
 }
 
-// keySuffixLen is the length of what snapshot.ObjectKey appends to its prefix:
-// _<20060102T150405Z>_v<20 digits>.
-const keySuffixLen = 1 + len(snapshot.KeyTimeFormat) + 2 + 20
-
-// keyInfo parses a key written by snapshot.ObjectKey under any prefix.
-func keyInfo(key string) (snapshot.KeyInfo, bool) {
-	if len(key) <= keySuffixLen {
-		return snapshot.KeyInfo{}, false
+// newestOf picks the backup a Newest restore of rs restores among objs, the listing of prefix
+// (at where): the newest backup of the cluster rs restores (its namespace and
+// etcdCluster name, any cluster ID: a restored cluster has a new one), or when there is none
+// and rs is a restore into a scratch cluster, of its clusterTemplate; else, only when no other
+// cluster's backup is under the prefix, the newest legacy backup (written before keys named
+// their cluster). Never another cluster's backup.
+func newestOf(rs *etcdv1beta2.EtcdRestore, prefix, where string, objs []backend.ObjectInfo, now time.Time) (retention.Backup, error) {
+	names := []string{rs.Spec.EtcdCluster.Name}
+	if t := rs.Spec.ClusterTemplate; t != nil {
+		names = append(names, t.Name)
 	}
-	return snapshot.ParseKey(key[:len(key)-keySuffixLen], key)
+	var others []snapshot.Identity
+	for _, name := range names {
+		b, found, ok := retention.Newest(prefix, objs, now, func(id snapshot.Identity) bool {
+			return id.Namespace == rs.Namespace && id.Cluster == name
+		})
+		if ok {
+			return b, nil
+		}
+		others = found
+	}
+	if len(others) == 0 {
+		return retention.Backup{}, failure(etcdv1beta2.ReasonNoSuccessfulBackup, "no backup written by this project under %s", where)
+	}
+	found := make([]string, 0, len(others))
+	for _, id := range others {
+		found = append(found, id.String())
+	}
+	return retention.Backup{}, failure(etcdv1beta2.ReasonNoSuccessfulBackup,
+		"no backup of EtcdCluster %s/%s under %s: the backups there are of other clusters: %s (backups without a cluster identity are not used while other clusters' backups share the prefix); name the object with backupSelection Exact to restore one of them",
+		rs.Namespace, strings.Join(names, " or "), where, strings.Join(found, ", "))
+}
+
+// keyInfo parses a key written by snapshot.ClusterKey or snapshot.ObjectKey under any prefix.
+func keyInfo(key string) (snapshot.KeyInfo, bool) {
+	_, info, ok := snapshot.SplitKey(key)
+	return info, ok
 }
 
 // storeFailure turns an OpenStore error into a restore failure with its reason.
