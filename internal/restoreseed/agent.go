@@ -228,10 +228,16 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 		"--initial-advertise-peer-urls", o.PeerURL); err != nil {
 		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot restore: %w", err)
 	}
+	// Revision 0 means the snapshot holds no key revision: an empty keyspace (or one whose
+	// keys were all deleted and compacted). hashkv at revision 0 reads the data's current
+	// revision: 1 for a store that never held a key, the compaction revision otherwise.
 	if h, ok, err := hashKV(ctx, o.Etcdutl, filepath.Join(tmpData, "member", "snap", "db"), res.Revision); err != nil {
 		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl hashkv of the restored data: %w", err)
 	} else if ok {
 		res.HashKV, res.CompactRevision = h.Hash, h.CompactRevision
+		if res.Revision == 0 {
+			res.Revision = h.HashRevision
+		}
 	}
 	if err := os.Remove(snap); err != nil {
 		return nil, fmt.Errorf("removing %s: %w", snap, err)

@@ -23,7 +23,10 @@ type Result struct {
 	// Size and SHA256 describe the object fetched.
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
-	// Revision is the newest revision in the snapshot (etcdutl snapshot status).
+	// Revision is the newest revision in the snapshot (etcdutl snapshot status); for a snapshot
+	// without any key revision (an empty keyspace) the restored data's current revision as
+	// etcdutl hashkv reads it, or 0 when this etcdutl has no hashkv (the restore operator then
+	// asks the running seed).
 	Revision int64 `json:"revision,omitempty"`
 	// TotalKeys is etcdutl's key count of the snapshot's backend (every revision's keys).
 	TotalKeys int64 `json:"totalKeys,omitempty"`
