@@ -58,9 +58,12 @@ type EndpointStatus struct {
 // Client is the narrow view of an etcd cluster the operator needs. Every method bounds its
 // own call with the request timeout of the Config it was made from.
 type Client interface {
-	// MemberList lists the members (linearizable; when that fails, serializable, so that a
-	// cluster that lost quorum can still be observed). It returns the cluster ID too.
-	MemberList(ctx context.Context) ([]Member, uint64, error)
+	// MemberList lists the members. It asks for a linearizable list first; when that fails
+	// (no quorum, or the answering member is cut off from the leader) it falls back to the
+	// answering member's own serializable view, so that a cluster that lost quorum can still be
+	// observed, and says so: Membership.Linearizable is false. Only a linearizable list may
+	// justify a membership change or a deletion.
+	MemberList(ctx context.Context) (Membership, error)
 	// AddLearner adds a non-voting member with the given peer URL and returns it;
 	// ErrNotReadyForChange while etcd's quorum protection refuses the change.
 	AddLearner(ctx context.Context, peerURL string) (Member, error)
@@ -69,7 +72,8 @@ type Client interface {
 	// Remove removes a member; removing a member that is already gone is not an error.
 	// ErrNotReadyForChange while etcd's quorum protection refuses the change.
 	Remove(ctx context.Context, id uint64) error
-	// Status asks the member at endpoint about itself.
+	// Status asks the member at endpoint about itself. The caller passes a URL it computed for
+	// a pod it owns, never one a member advertises, and checks EndpointStatus.MemberID.
 	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
 	// Close releases the connections.
 	Close() error
@@ -82,8 +86,21 @@ var ErrLearnerNotReady = errors.New("learner is not in sync with the leader yet"
 // a member became active only moments ago; try again shortly.
 var ErrNotReadyForChange = errors.New("cluster is not ready for a membership change yet")
 
+// Membership is one answer of the membership API.
+type Membership struct {
+	Members []Member
+	// ClusterID is the ID of the etcd cluster the answering member belongs to.
+	ClusterID uint64
+	// Linearizable is true when the list went through the leader (a read index), so it holds
+	// every change committed before the call; false when it is one member's own view.
+	Linearizable bool
+}
+
 // Config says how to reach a cluster.
 type Config struct {
+	// Endpoints are the client URLs the caller computed for the member pods it owns. The
+	// client dials only these (and the endpoints passed to Status), never the URLs members
+	// advertise. Each URL's host starts with the member's name (<pod>.<service>...).
 	Endpoints      []string
 	TLS            *tls.Config
 	DialTimeout    time.Duration
@@ -91,8 +108,9 @@ type Config struct {
 }
 
 type etcdClient struct {
-	c       *clientv3.Client
-	timeout time.Duration
+	c         *clientv3.Client
+	endpoints []string
+	timeout   time.Duration
 }
 
 // New connects to the cluster at cfg.Endpoints. The connection is lazy: an unreachable cluster
@@ -111,35 +129,62 @@ func New(cfg Config) (Client, error) {
 	if timeout <= 0 {
 		timeout = 15 * time.Second
 	}
-	return &etcdClient{c: c, timeout: timeout}, nil
+	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout}, nil
 }
 
-func (e *etcdClient) MemberList(ctx context.Context) ([]Member, uint64, error) {
-	// Linearizable first, so that a change made a moment ago is seen; a cluster without quorum
-	// cannot answer that, so fall back to the answering member's own (serializable) view.
-	lctx, lcancel := context.WithTimeout(ctx, e.timeout/3)
-	resp, err := e.c.MemberList(lctx)
-	lcancel()
+func (e *etcdClient) MemberList(ctx context.Context) (Membership, error) {
+	// Linearizable first, so that a change made a moment ago is seen. A learner refuses the
+	// call and the client sends each call to the next endpoint: try each endpoint once.
+	var resp *clientv3.MemberListResponse
+	var err error
+	for i := 0; i < max(1, len(e.endpoints)); i++ {
+		lctx, lcancel := context.WithTimeout(ctx, e.timeout/3)
+		resp, err = e.c.MemberList(lctx)
+		lcancel()
+		if !errors.Is(err, errNotSupportedForLearner) {
+			break
+		}
+	}
+	linearizable := err == nil
 	if err != nil {
+		// A cluster without quorum cannot answer that: the answering member's own view, to
+		// observe (and report) the loss, never to act on.
 		sctx, scancel := context.WithTimeout(ctx, e.timeout)
 		defer scancel()
 		if resp, err = e.c.MemberList(sctx, clientv3.WithSerializable()); err != nil {
-			return nil, 0, fmt.Errorf("listing members: %w", err)
+			return Membership{}, fmt.Errorf("listing members: %w", err)
 		}
 	}
-	out := make([]Member, 0, len(resp.Members))
-	var voters []string
+	out := Membership{ClusterID: resp.Header.GetClusterId(), Linearizable: linearizable}
+	voters := map[string]bool{}
 	for _, m := range resp.Members {
-		out = append(out, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+		out.Members = append(out.Members, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
 		if !m.IsLearner && m.Name != "" {
-			voters = append(voters, m.ClientURLs...)
+			voters[m.Name] = true
 		}
 	}
-	// Learners refuse membership calls: send the following calls to voting members only.
-	if len(voters) > 0 {
-		e.c.SetEndpoints(voters...)
+	// Learners refuse membership calls: send the following calls to the voting members'
+	// endpoints only, picked from the caller's own URLs by member name.
+	var keep []string
+	for _, ep := range e.endpoints {
+		if voters[endpointName(ep)] {
+			keep = append(keep, ep)
+		}
 	}
-	return out, resp.Header.GetClusterId(), nil
+	if len(keep) > 0 && len(keep) < len(e.endpoints) {
+		e.c.SetEndpoints(keep...)
+	}
+	return out, nil
+}
+
+// endpointName is the first DNS label of an endpoint's host: the member's pod name for the
+// URLs the operator computes (<pod>.<service>.<namespace>.svc...).
+func endpointName(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return strings.SplitN(u.Hostname(), ".", 2)[0]
 }
 
 func (e *etcdClient) AddLearner(ctx context.Context, peerURL string) (Member, error) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -46,8 +47,8 @@ func newProc(t *testing.T, name string) proc {
 	return proc{name: name, peer: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), client: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
 }
 
-// start runs etcd for p until the test ends.
-func (p proc) start(t *testing.T, bin, state, initial string) {
+// start runs etcd for p until the test ends (or until the returned function stops it).
+func (p proc) start(t *testing.T, bin, state, initial string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(bin, "--name="+p.name, "--data-dir="+filepath.Join(t.TempDir(), p.name),
 		"--listen-peer-urls="+p.peer, "--initial-advertise-peer-urls="+p.peer,
@@ -58,7 +59,10 @@ func (p proc) start(t *testing.T, bin, state, initial string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var once sync.Once
+	stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 func eventually(t *testing.T, what string, f func() error) {
@@ -88,7 +92,7 @@ func TestRealEtcdMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	eventually(t, "seed answers", func() error { _, _, err := cli.MemberList(ctx); return err })
+	eventually(t, "seed answers", func() error { _, err := cli.MemberList(ctx); return err })
 
 	procs := []proc{seed}
 	for i := 1; i < 3; i++ {
@@ -105,11 +109,6 @@ func TestRealEtcdMembership(t *testing.T) {
 		if !m.IsLearner || m.Started() {
 			t.Fatalf("added member = %+v, want an unstarted learner", m)
 		}
-		// Planner view right after the add: the learner has no pod yet.
-		members, _, err := cli.MemberList(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		procs = append(procs, p)
 		var initial []string
 		for _, q := range procs {
@@ -123,23 +122,30 @@ func TestRealEtcdMembership(t *testing.T) {
 			}
 			return err
 		})
-		_ = members
 	}
-	members, id, err := cli.MemberList(ctx)
+	ml, err := cli.MemberList(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(members) != 3 || id == 0 {
-		t.Fatalf("members = %+v (cluster %x), want 3 voting members", members, id)
+	members := ml.Members
+	if len(members) != 3 || ml.ClusterID == 0 || !ml.Linearizable {
+		t.Fatalf("members = %+v (cluster %x, linearizable %t), want 3 voting members, linearizable", members, ml.ClusterID, ml.Linearizable)
+	}
+	urls := map[string]string{}
+	for _, p := range procs {
+		urls[p.name] = p.client
 	}
 	var leader uint64
 	for _, m := range members {
 		if m.IsLearner || !m.Started() {
 			t.Fatalf("member %+v is not a started voter", m)
 		}
-		s, err := cli.Status(ctx, m.ClientURLs[0])
+		s, err := cli.Status(ctx, urls[m.Name])
 		if err != nil {
 			t.Fatal(err)
+		}
+		if s.MemberID != m.ID {
+			t.Fatalf("status of %s answered by member %x, want %x", m.Name, s.MemberID, m.ID)
 		}
 		leader = s.Leader
 	}
@@ -157,7 +163,8 @@ func TestRealEtcdMembership(t *testing.T) {
 		}
 		return err
 	})
-	members, _, _ = cli.MemberList(ctx) // also points the client at the remaining voters
+	ml, _ = cli.MemberList(ctx)
+	members = ml.Members
 	if err := cli.Remove(ctx, victim.ID); err != nil {
 		t.Fatalf("removing an already removed member: %v, want nil", err)
 	}
@@ -179,21 +186,22 @@ func TestRealEtcdHalfDoneAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	eventually(t, "seed answers", func() error { _, _, err := cli.MemberList(ctx); return err })
+	eventually(t, "seed answers", func() error { _, err := cli.MemberList(ctx); return err })
 	p := newProc(t, "c-1")
 	// A learner whose peer URL names its pod, as the controller adds them; then "crash".
 	peer := strings.Replace(p.peer, "127.0.0.1", "localhost", 1)
 	if _, err := cli.AddLearner(ctx, peer); err != nil {
 		t.Fatal(err)
 	}
-	members, _, err := cli.MemberList(ctx)
+	ml, err := cli.MemberList(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Observed{Reachable: true, Members: members, Status: map[uint64]EndpointStatus{}, Pods: map[string]PodState{"c-0": {Name: "c-0", Phase: "Running"}}}
-	for _, m := range members {
+	o := Observed{Reachable: true, Linearizable: ml.Linearizable, ClusterID: ml.ClusterID, RecordedClusterID: ml.ClusterID, Members: ml.Members,
+		Status: map[uint64]EndpointStatus{}, Pods: map[string]PodState{"c-0": {Name: "c-0", Phase: "Running"}}}
+	for _, m := range ml.Members {
 		if m.Started() {
-			s, err := cli.Status(ctx, m.ClientURLs[0])
+			s, err := cli.Status(ctx, seed.client)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,5 +212,45 @@ func TestRealEtcdHalfDoneAdd(t *testing.T) {
 	act := Next(Desired{Name: "c", Size: 2}, o)
 	if act.Kind != ActionCreatePod || act.Pod != "localhost" {
 		t.Fatalf("Next after a half-done add = %+v, want CreatePod for the added member", act)
+	}
+}
+
+// TestRealEtcdMemberListWithoutQuorum: with two of three members down, the survivor still
+// lists the members (so the operator sees the loss) but the list is not linearizable (so the
+// operator acts on none of it).
+func TestRealEtcdMemberListWithoutQuorum(t *testing.T) {
+	bin := etcdBinary(t)
+	ctx := context.Background()
+	procs := []proc{newProc(t, "m0"), newProc(t, "m1"), newProc(t, "m2")}
+	var initial []string
+	for _, p := range procs {
+		initial = append(initial, p.name+"="+p.peer)
+	}
+	var stops []func()
+	for _, p := range procs {
+		stops = append(stops, p.start(t, bin, "new", strings.Join(initial, ",")))
+	}
+	cli, err := New(Config{Endpoints: []string{procs[0].client}, DialTimeout: 5 * time.Second, RequestTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	var healthy Membership
+	eventually(t, "linearizable list of 3", func() error {
+		healthy, err = cli.MemberList(ctx)
+		if err == nil && (!healthy.Linearizable || len(healthy.Members) != 3) {
+			err = fmt.Errorf("list %+v", healthy)
+		}
+		return err
+	})
+	stops[1]()
+	stops[2]()
+	ml, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatalf("member list from the survivor: %v, want its serializable view", err)
+	}
+	if ml.Linearizable || len(ml.Members) != 3 || ml.ClusterID != healthy.ClusterID {
+		t.Fatalf("without quorum: linearizable %t, %d members, cluster %x; want a serializable list of 3 members of cluster %x",
+			ml.Linearizable, len(ml.Members), ml.ClusterID, healthy.ClusterID)
 	}
 }

@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -14,6 +12,10 @@ type PodState struct {
 	Phase string
 	// Terminating is true once the pod has a deletion timestamp.
 	Terminating bool
+	// Stuck is true once the pod has been terminating for longer than its grace period plus
+	// the controller's own grace (its node is gone or NotReady): its member does not come
+	// back and its name is not freed by itself.
+	Stuck bool
 	// Version is the etcd version of the pod's image tag (without "v").
 	Version string
 }
@@ -32,14 +34,25 @@ func (p PodState) Failed() bool { return p.Phase == "Failed" || p.Phase == "Succ
 type Observed struct {
 	// Reachable is true when a member answered the member list.
 	Reachable bool
-	Members   []Member
+	// Linearizable is true when the member list went through the leader; false when it is
+	// one member's own (serializable) view, which may be stale.
+	Linearizable bool
+	// ClusterID is the etcd cluster ID of the member that answered the member list.
+	ClusterID uint64
+	// RecordedClusterID is the cluster ID recorded in status (0: none recorded yet).
+	RecordedClusterID uint64
+	Members           []Member
 	// Status holds the answers of the members that answered, by member ID. A member that
 	// answers with errors (no leader, an alarm) is up but not healthy.
 	Status map[uint64]EndpointStatus
-	// Pods are the member pods of the cluster, by name.
+	// Pods are the member pods of the cluster (controlled by it), by name.
 	Pods map[string]PodState
-	// PVCs are the names of the members that have a data volume claim.
+	// PVCs are the names of the members that have a data volume claim controlled by the cluster.
 	PVCs map[string]bool
+	// ReservedNames are the names of pods and volumes that carry the cluster's labels but are
+	// controlled by something else (an old incarnation of the cluster, a restore's retained
+	// volumes, a stranger): never members, never touched, never handed out as a member name.
+	ReservedNames map[string]bool
 	// Formed is true once the cluster was seen running (a cluster ID was recorded): from then
 	// on an empty cluster is never recreated silently.
 	Formed bool
@@ -65,7 +78,7 @@ type ActionKind string
 const (
 	ActionNone          ActionKind = "None"          // nothing to do: the cluster matches the spec
 	ActionWait          ActionKind = "Wait"          // something is in progress; observe again later
-	ActionWaitForSeed   ActionKind = "WaitForSeed"   // bootstrap.restore: the seed pod is not there yet
+	ActionWaitForSeed   ActionKind = "WaitForSeed"   // bootstrap.restore: the seed is not there or not formed yet
 	ActionQuorumLost    ActionKind = "QuorumLost"    // a majority of voting members is down: touch nothing
 	ActionCreateSeed    ActionKind = "CreateSeed"    // create the first member's pod (new cluster)
 	ActionCreatePod     ActionKind = "CreatePod"     // create the pod of a member added but never started
@@ -76,7 +89,24 @@ const (
 	ActionDeletePod     ActionKind = "DeletePod"     // delete a pod (and volume) that has no member
 	ActionDeleteFailed  ActionKind = "DeleteFailed"  // delete a failed pod whose data lives on a volume
 	ActionUpgradeMember ActionKind = "UpgradeMember" // move one member's pod to Version
+
+	// ActionMembershipUnverified: the step needs a linearizable member list and this one is
+	// not; nothing changes.
+	ActionMembershipUnverified ActionKind = "MembershipUnverified"
+	// ActionClusterIDMismatch: the members that answer belong to another etcd cluster than the
+	// recorded one; nothing changes.
+	ActionClusterIDMismatch ActionKind = "ClusterIDMismatch"
 )
+
+// NeedsVerifiedMembership reports whether a step changes the membership or deletes anything,
+// and so may only be taken on a linearizable member list of the recorded cluster.
+func (k ActionKind) NeedsVerifiedMembership() bool {
+	switch k {
+	case ActionRemoveMember, ActionDeletePod, ActionDeleteFailed, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember:
+		return true
+	}
+	return false
+}
 
 // Action is the next step, with the member and pod it applies to.
 type Action struct {
@@ -89,8 +119,37 @@ type Action struct {
 }
 
 // Next returns the single next step that moves the observed cluster toward d. It never
-// returns a step that deletes anything while a majority of voting members is down.
+// returns a step that deletes anything while a majority of voting members is down, and never
+// a membership change or deletion decided from a member list that is not linearizable or
+// that comes from another cluster than the recorded one.
 func Next(d Desired, o Observed) Action {
+	return verified(o, next(d, o))
+}
+
+// verified replaces a step that needs verified membership by a refusal when o is not.
+func verified(o Observed, act Action) Action {
+	if !act.Kind.NeedsVerifiedMembership() {
+		return act
+	}
+	switch {
+	case o.RecordedClusterID != 0 && o.ClusterID != o.RecordedClusterID:
+		return Action{Kind: ActionClusterIDMismatch, Pod: act.Pod, Message: fmt.Sprintf(
+			"the members that answer belong to etcd cluster %x, not to %x recorded in status.clusterID: nothing is changed (held back: %s)", o.ClusterID, o.RecordedClusterID, act.Message)}
+	case !o.Linearizable:
+		return Action{Kind: ActionMembershipUnverified, Pod: act.Pod, Message: "the member list could not be read linearizably (no quorum, or the answering member is cut off from the leader): nothing is changed (held back: " + act.Message + ")"}
+	}
+	return act
+}
+
+func next(d Desired, o Observed) Action {
+	if d.SeedMember != "" && !o.Formed {
+		// The restore operator makes the seed, pod and volume; this operator only waits
+		// until it answers and its cluster ID is recorded.
+		if o.Reachable {
+			return Action{Kind: ActionWait, Pod: d.SeedMember, Message: "seed member " + d.SeedMember + " answers: recording its cluster ID before any other step"}
+		}
+		return Action{Kind: ActionWaitForSeed, Pod: d.SeedMember, Message: "waiting for the restore operator's seed member " + d.SeedMember}
+	}
 	if !o.Reachable {
 		return nextUnreachable(d, o)
 	}
@@ -121,6 +180,15 @@ func Next(d Desired, o Observed) Action {
 			}
 		}
 	}
+	// Shrinking: a learner that never started or is not healthy (its pod crash-loops) goes
+	// first, before anything waits for it.
+	if n := len(o.Members); n > d.Size {
+		for _, m := range o.Members {
+			if m.IsLearner && (!m.Started() || !o.Healthy(m.ID)) {
+				return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: m.PodName(), Message: fmt.Sprintf("removing learner %s, which is not healthy (%d -> %d)", m.PodName(), n, n-1)}
+			}
+		}
+	}
 	for _, m := range o.Members {
 		p, ok := o.Pods[m.PodName()]
 		switch {
@@ -128,6 +196,8 @@ func Next(d Desired, o Observed) Action {
 			return Action{Kind: ActionCreatePod, MemberID: m.ID, Pod: m.PodName(), Message: "creating the pod of added member " + m.PodName()}
 		case !ok:
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: m.PodName(), Message: "removing member " + m.PodName() + ": its pod and data are gone; a new member replaces it"}
+		case p.Terminating && p.Stuck && !d.PVC:
+			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: "removing member " + p.Name + ": its pod is stuck terminating (node gone?) and its data goes with it; a new member replaces it"}
 		case p.Terminating:
 			return Action{Kind: ActionWait, Pod: p.Name, Message: "waiting for pod " + p.Name + " to terminate"}
 		case p.Failed() && !d.PVC:
@@ -180,8 +250,6 @@ func nextUnreachable(d Desired, o Observed) Action {
 	switch {
 	case live > 0:
 		return Action{Kind: ActionWait, Message: "no member answers yet"}
-	case d.SeedMember != "":
-		return Action{Kind: ActionWaitForSeed, Pod: d.SeedMember, Message: "waiting for the restore operator's seed member " + d.SeedMember}
 	case o.Formed:
 		return Action{Kind: ActionQuorumLost, Message: "every member pod is gone and with it the data: quorum is lost; nothing is recreated, restore the cluster from a backup with an EtcdRestore"}
 	case len(o.Pods) > 0:
@@ -189,124 +257,4 @@ func nextUnreachable(d Desired, o Observed) Action {
 	}
 	name := NextMemberName(d.Name, o)
 	return Action{Kind: ActionCreateSeed, Pod: name, Message: "creating seed member " + name}
-}
-
-// quorum counts voting members, the ones among them that answer (leaderless or not), and
-// names the ones down.
-func quorum(o Observed) (voters, healthy int, down []string) {
-	for _, m := range o.Members {
-		if m.IsLearner {
-			continue
-		}
-		voters++
-		if _, ok := o.Status[m.ID]; ok {
-			healthy++
-		} else {
-			down = append(down, m.PodName())
-		}
-	}
-	return voters, healthy, down
-}
-
-// removalCandidate picks the member to remove when scaling down: a learner or an unhealthy
-// member first, never the leader if another will do, else the newest member.
-func removalCandidate(o Observed) Member {
-	ms := append([]Member(nil), o.Members...)
-	leader := leaderID(o)
-	score := func(m Member) int {
-		switch {
-		case m.IsLearner || !o.Healthy(m.ID):
-			return 0
-		case m.ID != leader:
-			return 1
-		}
-		return 2
-	}
-	sort.SliceStable(ms, func(i, j int) bool {
-		if si, sj := score(ms[i]), score(ms[j]); si != sj {
-			return si < sj
-		}
-		return memberIndex(ms[i].PodName()) > memberIndex(ms[j].PodName())
-	})
-	return ms[0]
-}
-
-// upgradeCandidate picks the next member whose pod does not run version: followers first,
-// the leader last.
-func upgradeCandidate(version string, o Observed) (Member, bool) {
-	leader := leaderID(o)
-	var last *Member
-	for i, m := range o.Members {
-		if p := o.Pods[m.PodName()]; p.Version == version {
-			continue
-		}
-		if m.ID == leader {
-			last = &o.Members[i]
-			continue
-		}
-		return m, true
-	}
-	if last != nil {
-		return *last, true
-	}
-	return Member{}, false
-}
-
-func leaderID(o Observed) uint64 {
-	for _, s := range o.Status {
-		if s.Leader != 0 {
-			return s.Leader
-		}
-	}
-	return 0
-}
-
-// NextMemberName returns <cluster>-<n> with n one above every index in use by a member, a pod
-// or a volume, so a name is not reused while anything of its previous owner remains.
-func NextMemberName(cluster string, o Observed) string {
-	max := -1
-	see := func(name string) {
-		if strings.HasPrefix(name, cluster+"-") {
-			if i := memberIndex(name); i > max {
-				max = i
-			}
-		}
-	}
-	for _, m := range o.Members {
-		see(m.PodName())
-	}
-	for name := range o.Pods {
-		see(name)
-	}
-	for name := range o.PVCs {
-		see(name)
-	}
-	return fmt.Sprintf("%s-%d", cluster, max+1)
-}
-
-func memberIndex(name string) int {
-	i := strings.LastIndexByte(name, '-')
-	n, err := strconv.Atoi(name[i+1:])
-	if err != nil {
-		return -1
-	}
-	return n
-}
-
-func sortedPods(m map[string]PodState) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,12 +1,16 @@
 package cluster
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // world builds an Observed cluster "c" for table tests.
 type world struct{ o Observed }
 
 func newWorld() *world {
-	return &world{o: Observed{Reachable: true, Status: map[uint64]EndpointStatus{}, Pods: map[string]PodState{}, PVCs: map[string]bool{}, Formed: true}}
+	return &world{o: Observed{Reachable: true, Linearizable: true, ClusterID: 0xc1, RecordedClusterID: 0xc1, Status: map[uint64]EndpointStatus{},
+		Pods: map[string]PodState{}, PVCs: map[string]bool{}, ReservedNames: map[string]bool{}, Formed: true}}
 }
 
 // member adds member c-<i> (ID i+1); started members answer status unless down; a pod runs
@@ -30,6 +34,12 @@ func (w *world) member(i int, opts ...string) *world {
 			w.o.Pods[name] = PodState{Name: name, Phase: "Failed", Version: "3.6.16"}
 		case "pvc":
 			w.o.PVCs[name] = true
+		case "stuck":
+			healthy = false
+			w.o.Pods[name] = PodState{Name: name, Phase: "Running", Terminating: true, Stuck: true, Version: "3.6.16"}
+		case "terminating":
+			healthy = false
+			w.o.Pods[name] = PodState{Name: name, Phase: "Running", Terminating: true, Version: "3.6.16"}
 		case "leader":
 			w.o.Status[0] = EndpointStatus{}
 			defer func() { setLeader(w, m.ID) }()
@@ -69,6 +79,20 @@ func (w *world) pod(name string) *world {
 	return w
 }
 
+// serializable makes the member list one member's own view.
+func (w *world) serializable() *world { w.o.Linearizable = false; return w }
+
+// otherCluster makes the answering members belong to another etcd cluster.
+func (w *world) otherCluster() *world { w.o.ClusterID = 0xbad; return w }
+
+// reserve marks names held by foreign pods or volumes.
+func (w *world) reserve(names ...string) *world {
+	for _, n := range names {
+		w.o.ReservedNames[n] = true
+	}
+	return w
+}
+
 func TestNext(t *testing.T) {
 	d := func(size int) Desired { return Desired{Name: "c", Size: size, Version: "3.6.16"} }
 	pvc := func(size int) Desired { x := d(size); x.PVC = true; return x }
@@ -104,6 +128,50 @@ func TestNext(t *testing.T) {
 		{"upgrade: leader last", d(3), newWorld().member(0, "leader", "old").member(1).member(2).o, ActionUpgradeMember, "c-0"},
 		{"upgrade: unhealthy member blocks", d(3), newWorld().member(0, "leader", "old").member(1, "down").member(2).o, ActionWait, "c-1"},
 		{"upgrade refused: version unset, nothing changes", Desired{Name: "c", Size: 3}, newWorld().member(0, "leader", "old").member(1, "old").member(2, "old").o, ActionNone, ""},
+		// Seed race (issue 13 item 4): bootstrap.restore, not formed: never a plain member on
+		// the seed's volume, nor anything else the restore operator makes.
+		{"restore bootstrap: seed volume without pod: wait for seed, no plain member", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-2"},
+			Observed{PVCs: map[string]bool{"c-2": true}}, ActionWaitForSeed, "c-2"},
+		{"restore bootstrap: seed pod starting: wait", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-2"},
+			Observed{PVCs: map[string]bool{"c-2": true}, Pods: map[string]PodState{"c-2": {Name: "c-2", Phase: "Pending"}}}, ActionWaitForSeed, "c-2"},
+		{"restore bootstrap: seed failed before formed: not deleted", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-0"},
+			func() Observed {
+				o := newWorld().member(0, "failed", "pvc").o
+				o.Formed, o.RecordedClusterID = false, 0
+				return o
+			}(), ActionWait, "c-0"},
+		{"restore bootstrap: formed, seed pod gone: recreate on its volume", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-0"},
+			Observed{Formed: true, PVCs: map[string]bool{"c-0": true}}, ActionRecreatePod, "c-0"},
+		// Ownership (item 1): foreign names are reserved.
+		{"new cluster next to an old incarnation's pods: seed above their names", d(3), Observed{ReservedNames: map[string]bool{"c-0": true, "c-1": true, "c-4": true}}, ActionCreateSeed, "c-5"},
+		{"grow next to a retained volume: skip its name", d(3), newWorld().member(0, "leader").reserve("c-1").o, ActionAddMember, "c-2"},
+		// Verified membership (item 2).
+		{"serializable list: no pod deleted", d(3), newWorld().member(0, "leader").member(1).member(2).pod("c-4").serializable().o, ActionMembershipUnverified, "c-4"},
+		{"serializable list: no member removed", d(3), newWorld().member(0, "leader").member(1).member(2, "nopod").serializable().o, ActionMembershipUnverified, "c-2"},
+		{"serializable list: no member added", d(3), newWorld().member(0, "leader").member(1).serializable().o, ActionMembershipUnverified, "c-2"},
+		{"serializable list: no promotion", d(3), newWorld().member(0, "leader").member(1, "learner").serializable().o, ActionMembershipUnverified, "c-1"},
+		{"serializable list: no added member's pod", d(3), newWorld().member(0, "leader").member(1, "learner", "unstarted", "nopod").serializable().o, ActionMembershipUnverified, "c-1"},
+		{"serializable list: no failed pod deleted", pvc(3), newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "failed", "pvc").serializable().o, ActionMembershipUnverified, "c-2"},
+		{"serializable list: no upgrade", d(3), newWorld().member(0, "leader", "old").member(1, "old").member(2, "old").serializable().o, ActionMembershipUnverified, "c-1"},
+		{"serializable list: quorum loss still seen", d(3), newWorld().member(0).member(1, "nopod").member(2, "nopod").serializable().o, ActionQuorumLost, ""},
+		{"serializable list: pod recreated on its volume", pvc(3), newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "nopod", "pvc").serializable().o, ActionRecreatePod, "c-2"},
+		{"serializable list, steady: nothing", d(3), newWorld().member(0, "leader").member(1).member(2).serializable().o, ActionNone, ""},
+		{"other cluster ID: no pod deleted", d(3), newWorld().member(0, "leader").member(1).member(2).pod("c-4").otherCluster().o, ActionClusterIDMismatch, "c-4"},
+		{"other cluster ID: no member removed", d(3), newWorld().member(0, "leader").member(1).member(2, "nopod").otherCluster().o, ActionClusterIDMismatch, "c-2"},
+		{"no cluster ID recorded yet: act on the linearizable list", d(3), func() Observed {
+			o := newWorld().member(0, "leader").o
+			o.RecordedClusterID = 0
+			return o
+		}(), ActionAddMember, "c-1"},
+		// Disruptions (item 6).
+		{"emptyDir member stuck terminating with quorum: remove it", d(3), newWorld().member(0, "leader").member(1).member(2, "stuck").o, ActionRemoveMember, "c-2"},
+		{"emptyDir member terminating, not stuck yet: wait", d(3), newWorld().member(0, "leader").member(1).member(2, "terminating").o, ActionWait, "c-2"},
+		{"pvc member stuck terminating: wait, keep its volume", pvc(3), newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "stuck", "pvc").o, ActionWait, "c-2"},
+		{"stuck member without quorum: nothing", d(3), newWorld().member(0, "leader").member(1, "stuck").member(2, "stuck").o, ActionQuorumLost, ""},
+		{"stuck member removed: replacement gets a new name", d(3), newWorld().member(0, "leader").member(1).o, ActionAddMember, "c-2"},
+		{"shrink: crash-looping learner removed before any wait", d(2), newWorld().member(0, "leader").member(1).member(2, "learner", "down").o, ActionRemoveMember, "c-2"},
+		{"shrink: unstarted learner without pod removed, not given a pod", d(2), newWorld().member(0, "leader").member(1).member(2, "learner", "unstarted", "nopod").o, ActionRemoveMember, "c-2"},
+		{"same size: crash-looping learner waited for", d(3), newWorld().member(0, "leader").member(1).member(2, "learner", "down").o, ActionWait, "c-2"},
 		{"next name skips terminating pods' names", d(3), func() Observed {
 			o := newWorld().member(0, "leader").member(1).o
 			o.Pods["c-5"] = PodState{Name: "c-5", Terminating: true}
@@ -138,9 +206,24 @@ func TestCheckUpgrade(t *testing.T) {
 	}{
 		{"3.5.35", "3.6.16", true}, {"3.6.15", "3.6.16", true}, {"3.6.16", "3.6.15", true},
 		{"3.6.16", "3.5.35", false}, {"3.4.0", "3.6.16", false}, {"", "3.6.16", true}, {"3.5.1", "3.5.1", true},
+		// etcd's floor for 3.5 -> 3.6 (issue 13 item 7).
+		{"3.5.26", "3.6.16", true}, {"3.5.25", "3.6.16", false}, {"3.5.21", "3.6.0", false}, {"v3.5.0", "v3.6.16", false},
+		{"3.5.21", "3.5.35", true},
 	} {
 		if err := CheckUpgrade(tc.from, tc.to); (err == nil) != tc.ok {
 			t.Errorf("CheckUpgrade(%s, %s) = %v, want ok=%t", tc.from, tc.to, err, tc.ok)
+		}
+	}
+}
+
+func TestCheckUpgradeSaysWhereToGoFirst(t *testing.T) {
+	err := CheckUpgrade("3.5.21", "3.6.16")
+	if err == nil {
+		t.Fatal("3.5.21 -> 3.6.16 allowed, want refused")
+	}
+	for _, want := range []string{"3.5.26 or newer", "3.5.35", "3.6.16"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not mention %q", err, want)
 		}
 	}
 }

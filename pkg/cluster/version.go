@@ -6,9 +6,18 @@ import (
 	"strings"
 )
 
+// MinUpgradeFrom35 is the oldest 3.5 patch release that may move to 3.6: etcd asks 3.5
+// clusters to run 3.5.26 or newer first (fixes for learner promotion and for removed members
+// rejoining across the upgrade).
+const MinUpgradeFrom35 = "3.5.26"
+
+// Newest35 is the newest 3.5 release this operator is tested with, suggested as the step
+// before 3.6.
+const Newest35 = "3.5.35"
+
 // CheckUpgrade reports whether members running from may move to to: the same minor release
-// (any patch), or 3.5 -> 3.6. Everything else (downgrades across minors, skipped minors) is an
-// error that says why.
+// (any patch), or 3.5 -> 3.6 from 3.5.26 or newer. Everything else (downgrades across minors,
+// skipped minors, 3.6 from an older 3.5 patch) is an error that says why and what to do.
 func CheckUpgrade(from, to string) error {
 	if from == "" || from == to {
 		return nil
@@ -25,6 +34,9 @@ func CheckUpgrade(from, to string) error {
 	case fMaj == tMaj && fMin == tMin:
 		return nil
 	case fMaj == tMaj && tMin == fMin+1 && fMaj == 3 && fMin == 5:
+		if CompareVersions(from, MinUpgradeFrom35) < 0 {
+			return fmt.Errorf("upgrading etcd from %s to %s is refused: etcd 3.5 must run %s or newer before it moves to 3.6; set spec.version to %s or newer (the newest 3.5 release, e.g. %s) first, then to %s", from, to, MinUpgradeFrom35, MinUpgradeFrom35, Newest35, to)
+		}
 		return nil
 	case fMaj > tMaj || (fMaj == tMaj && fMin > tMin):
 		return fmt.Errorf("downgrading etcd from %s to %s is not supported: restore a backup into a new cluster instead", from, to)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -233,7 +234,7 @@ func TestAdoptsRestoreSeed(t *testing.T) {
 		t.Fatalf("operator made pods %v while waiting for the seed", got)
 	}
 	c = getCluster(t, ns, "c")
-	seed := member.NewPod(c, "c-restored", "3.6.16", "new", "c-restored="+member.PeerURL(c, "c-restored"))
+	seed := contractSeed(t, c, "c-restored", "3.6.16")
 	if err := k8s.Create(ctx, seed); err != nil {
 		t.Fatal(err)
 	}
@@ -242,9 +243,23 @@ func TestAdoptsRestoreSeed(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(seed), seed); err != nil {
 		t.Fatal(err)
 	}
-	if ref := metav1.GetControllerOf(seed); ref == nil || ref.Name != "c" {
-		t.Fatalf("seed pod not adopted: owner %v", ref)
+	if ref := metav1.GetControllerOf(seed); ref == nil || ref.UID != c.UID || seed.DeletionTimestamp != nil {
+		t.Fatalf("seed pod: controller %v, deletion %v; want the cluster's running member", ref, seed.DeletionTimestamp)
 	}
+}
+
+// contractSeed is the seed pod the restore operator makes (ownership contract point 2):
+// controlled by the cluster, labelled and annotated with the restore, no owner reference to
+// the EtcdRestore.
+func contractSeed(t *testing.T, c *etcdv1beta2.EtcdCluster, name, version string) *corev1.Pod {
+	t.Helper()
+	seed := member.NewPod(c, name, version, "new", name+"="+member.PeerURL(c, name))
+	seed.Labels["etcd.database.coreos.com/restore"] = "r"
+	seed.Annotations["etcd.database.coreos.com/restore-uid"] = "restore-uid"
+	if err := controllerutil.SetControllerReference(c, seed, k8s.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	return seed
 }
 
 // TestUnsupportedUpgradeChangesNothing: the restore operator's seed runs 3.6 while the spec
@@ -260,7 +275,7 @@ func TestUnsupportedUpgradeChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = getCluster(t, ns, "c")
-	if err := k8s.Create(ctx, member.NewPod(c, "c-seed", "3.6.16", "new", "c-seed="+member.PeerURL(c, "c-seed"))); err != nil {
+	if err := k8s.Create(ctx, contractSeed(t, c, "c-seed", "3.6.16")); err != nil {
 		t.Fatal(err)
 	}
 	waitConverged(t, ns, fakeFor(clusterConfig(ns)), 2)

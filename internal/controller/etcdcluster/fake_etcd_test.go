@@ -13,14 +13,47 @@ import (
 // fakeEtcd is an in-memory etcd membership for envtest, where no pod ever runs: a member
 // "starts" once its pod runs (the test's fake kubelet marks pods Running), and answers
 // status unless the test killed it.
+//
+// Members advertise client URLs nobody can reach (advertisedURL): the operator must dial the
+// URLs it computes for its own pods. Tests can make the member list serializable only, change
+// the cluster ID, or make another member answer at a member's URL.
 type fakeEtcd struct {
 	mu      sync.Mutex
 	members []cluster.Member
 	nextID  uint64
 	dead    map[string]bool
+	// serializable makes MemberList answer one member's view only.
+	serializable bool
+	clusterID    uint64
+	// impostor: member name -> the member ID that answers Status at that member's URL.
+	impostor map[string]uint64
+	// dialed are all the URLs the operator connected to or asked for status.
+	dialed map[string]bool
 }
 
-func newFakeEtcd() *fakeEtcd { return &fakeEtcd{nextID: 100, dead: map[string]bool{}} }
+func newFakeEtcd() *fakeEtcd {
+	return &fakeEtcd{nextID: 100, dead: map[string]bool{}, clusterID: 0xc1, impostor: map[string]uint64{}, dialed: map[string]bool{}}
+}
+
+// advertisedURL is what a fake member advertises: never to be dialed.
+func advertisedURL(name string) string { return "http://" + name + ".advertised.invalid:2379" }
+
+// set changes the fake under its lock.
+func (f *fakeEtcd) set(change func(f *fakeEtcd)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f)
+}
+
+func (f *fakeEtcd) dialedURLs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for u := range f.dialed {
+		out = append(out, u)
+	}
+	return out
+}
 
 func hostPod(endpoint string) string {
 	u, err := url.Parse(endpoint)
@@ -37,14 +70,15 @@ func (f *fakeEtcd) connect(cfg cluster.Config) (cluster.Client, error) {
 	running := map[string]string{}
 	for _, ep := range cfg.Endpoints {
 		running[hostPod(ep)] = ep
+		f.dialed[ep] = true
 	}
 	if len(f.members) == 0 && len(cfg.Endpoints) > 0 { // the seed's pod runs: it forms the cluster
 		f.nextID++
 		f.members = append(f.members, cluster.Member{ID: f.nextID, PeerURLs: []string{"http://" + strings.TrimPrefix(cfg.Endpoints[0], "http://")}})
 	}
 	for i, m := range f.members {
-		if ep, ok := running[m.PodName()]; ok && !m.Started() {
-			f.members[i].Name, f.members[i].ClientURLs = m.PodName(), []string{ep}
+		if _, ok := running[m.PodName()]; ok && !m.Started() {
+			f.members[i].Name, f.members[i].ClientURLs = m.PodName(), []string{advertisedURL(m.PodName())}
 		}
 	}
 	return &fakeConn{f: f, running: running}, nil
@@ -71,15 +105,15 @@ type fakeConn struct {
 
 func (c *fakeConn) alive(name string) bool { _, ok := c.running[name]; return ok && !c.f.dead[name] }
 
-func (c *fakeConn) MemberList(context.Context) ([]cluster.Member, uint64, error) {
+func (c *fakeConn) MemberList(context.Context) (cluster.Membership, error) {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	for _, m := range c.f.members {
 		if m.Started() && c.alive(m.Name) {
-			return append([]cluster.Member(nil), c.f.members...), 0xc1, nil
+			return cluster.Membership{Members: append([]cluster.Member(nil), c.f.members...), ClusterID: c.f.clusterID, Linearizable: !c.f.serializable}, nil
 		}
 	}
-	return nil, 0, errors.New("no member answers")
+	return cluster.Membership{}, errors.New("no member answers")
 }
 
 func (c *fakeConn) AddLearner(_ context.Context, peerURL string) (cluster.Member, error) {
@@ -115,12 +149,20 @@ func (c *fakeConn) Remove(_ context.Context, id uint64) error {
 	return nil
 }
 
+// Status answers at the URL of a running pod (the URLs connect was given) for the member of
+// that name, or for the impostor the test put there.
 func (c *fakeConn) Status(_ context.Context, endpoint string) (cluster.EndpointStatus, error) {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
+	c.f.dialed[endpoint] = true
+	name := hostPod(endpoint)
 	for _, m := range c.f.members {
-		if len(m.ClientURLs) > 0 && m.ClientURLs[0] == endpoint && c.alive(m.Name) {
-			return cluster.EndpointStatus{MemberID: m.ID, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner}, nil
+		if m.Started() && m.Name == name && c.running[name] == endpoint && c.alive(m.Name) {
+			id := m.ID
+			if other, ok := c.f.impostor[name]; ok {
+				id = other
+			}
+			return cluster.EndpointStatus{MemberID: id, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner}, nil
 		}
 	}
 	return cluster.EndpointStatus{}, errors.New("unreachable")

@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,45 +24,64 @@ import (
 // observation is one pass's view: the pure cluster.Observed plus the objects behind it.
 type observation struct {
 	cluster.Observed
-	pods      map[string]*corev1.Pod
-	clusterID uint64
-	etcd      cluster.Client // nil when no member pod runs; closed by the caller
+	// pods and pvcs are the cluster's own member pods and volumes (controlled by its UID).
+	pods map[string]*corev1.Pod
+	pvcs map[string]*corev1.PersistentVolumeClaim
+	etcd cluster.Client // nil when no member pod runs; closed by the caller
 }
 
 // ClientFactory connects to an etcd cluster; tests replace it with a fake.
 type ClientFactory func(cfg cluster.Config) (cluster.Client, error)
 
+// podStuckGrace is how long past its deletion timestamp and grace period a member pod may
+// stay terminating before the operator treats it as stuck (its node is gone or NotReady and
+// nothing will finish the deletion): an emptyDir member is then removed and replaced.
+const podStuckGrace = 2 * time.Minute
+
 // observe lists the member pods and volumes and asks etcd for its members and their status.
-// It opens the one etcd client of this pass; the caller closes obs.etcd.
+// Only pods and volumes controlled by c count; the names of the others are reserved. It
+// opens the one etcd client of this pass, dialing only the URLs computed for c's own running
+// pods; the caller closes obs.etcd.
 func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*observation, error) {
-	obs := &observation{pods: map[string]*corev1.Pod{}}
+	obs := &observation{pods: map[string]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}}
 	obs.Pods = map[string]cluster.PodState{}
 	obs.PVCs = map[string]bool{}
+	obs.ReservedNames = map[string]bool{}
 	obs.Status = map[uint64]cluster.EndpointStatus{}
 	obs.Formed = c.Status.ClusterID != ""
+	obs.RecordedClusterID, _ = strconv.ParseUint(c.Status.ClusterID, 16, 64)
 
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
 		return nil, fmt.Errorf("listing member pods of %s: %w", klog.KObj(c), err)
 	}
+	now := r.Clock.Now()
 	var endpoints []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		if !controlledBy(p, c) {
+			obs.ReservedNames[p.Name] = true
+			continue
+		}
 		obs.pods[p.Name] = p
-		obs.Pods[p.Name] = cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p)}
+		obs.Pods[p.Name] = podState(p, now)
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			endpoints = append(endpoints, member.ClientURL(c, p.Name))
 		}
 	}
-	if c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil {
-		pvcs := &corev1.PersistentVolumeClaimList{}
-		if err := r.List(ctx, pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
-			return nil, fmt.Errorf("listing member volumes of %s: %w", klog.KObj(c), err)
-		}
-		for _, pvc := range pvcs.Items {
-			if pvc.DeletionTimestamp == nil {
-				obs.PVCs[pvc.Labels[member.LabelMember]] = true
-			}
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
+		return nil, fmt.Errorf("listing member volumes of %s: %w", klog.KObj(c), err)
+	}
+	usesPVC := c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		switch {
+		case !controlledBy(pvc, c) || pvc.DeletionTimestamp != nil:
+			obs.ReservedNames[pvc.Name] = true
+		case usesPVC:
+			obs.pvcs[pvc.Name] = pvc
+			obs.PVCs[pvc.Name] = true
 		}
 	}
 	if len(endpoints) == 0 {
@@ -75,31 +96,52 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		return nil, err
 	}
 	obs.etcd = cli
-	members, id, err := cli.MemberList(ctx)
+	ml, err := cli.MemberList(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("No member answers", "error", err.Error())
 		return obs, nil
 	}
-	obs.Reachable, obs.Members, obs.clusterID = true, members, id
-	r.probeMembers(ctx, cli, obs)
+	obs.Reachable, obs.Members, obs.ClusterID, obs.Linearizable = true, ml.Members, ml.ClusterID, ml.Linearizable
+	r.probeMembers(ctx, c, cli, obs)
 	return obs, nil
 }
 
-// probeMembers asks every started member whose pod runs for its status, in parallel so that
-// down members cost one request timeout, not one each.
-func (r *Reconciler) probeMembers(ctx context.Context, cli cluster.Client, obs *observation) {
+// podState reduces a member pod to what the planner needs. A pod is stuck once now is past its
+// deletion timestamp plus its grace period plus podStuckGrace (the deletion timestamp already
+// includes the grace period: counting it twice only waits longer).
+func podState(p *corev1.Pod, now time.Time) cluster.PodState {
+	s := cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p)}
+	if p.DeletionTimestamp != nil {
+		grace := time.Duration(0)
+		if p.DeletionGracePeriodSeconds != nil {
+			grace = time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
+		}
+		s.Stuck = now.After(p.DeletionTimestamp.Add(grace + podStuckGrace))
+	}
+	return s
+}
+
+// probeMembers asks every started member whose pod (the cluster's own) runs for its status,
+// at the URL computed for that pod, in parallel so that down members cost one request
+// timeout, not one each. An answer from another member than the one expected at that URL
+// counts as no answer.
+func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster, cli cluster.Client, obs *observation) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, m := range obs.Members {
-		p, ok := obs.pods[m.PodName()]
-		if !m.Started() || len(m.ClientURLs) == 0 || !ok || p.Status.Phase != corev1.PodRunning {
+		p, ok := obs.pods[m.Name]
+		if !m.Started() || !ok || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
 		wg.Add(1)
 		go func(m cluster.Member) {
 			defer wg.Done()
-			s, err := cli.Status(ctx, m.ClientURLs[0])
+			s, err := cli.Status(ctx, member.ClientURL(c, m.Name))
 			if err != nil {
+				return
+			}
+			if s.MemberID != m.ID {
+				ctrl.LoggerFrom(ctx).V(1).Info("Another member answers at a member's URL", "member", m.Name, "want", fmt.Sprintf("%x", m.ID), "got", fmt.Sprintf("%x", s.MemberID))
 				return
 			}
 			mu.Lock()

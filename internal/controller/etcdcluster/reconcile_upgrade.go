@@ -48,9 +48,18 @@ func targetVersion(c *etcdv1beta2.EtcdCluster, obs *observation) (string, error)
 // kubelet restarts the container with the new image and the member keeps its data (emptyDir
 // survives container restarts) and its identity. The planner only picks a member when every
 // member is healthy and on its pod's version, followers before the leader.
-func (r *Reconciler) upgradeMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, pod *corev1.Pod, version string) error {
-	if pod == nil {
+// The pod is read again around the cache and patched only if it is still the one observed and
+// controlled by c (the patch carries its resourceVersion).
+func (r *Reconciler) upgradeMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, observed *corev1.Pod, version string) error {
+	if observed == nil {
 		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(observed), pod); err != nil {
+		return fmt.Errorf("getting pod %s of %s: %w", observed.Name, klog.KObj(c), err)
+	}
+	if pod.UID != observed.UID || !controlledBy(pod, c) {
+		return notOwned("pod", pod, c)
 	}
 	spec := c.Spec
 	spec.Version = version
@@ -60,7 +69,7 @@ func (r *Reconciler) upgradeMember(ctx context.Context, c *etcdv1beta2.EtcdClust
 			pod.Spec.Containers[i].Image = spec.Image()
 		}
 	}
-	if err := r.Patch(ctx, pod, client.MergeFrom(before)); err != nil {
+	if err := r.Patch(ctx, pod, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("upgrading pod %s of %s to %s: %w", pod.Name, klog.KObj(c), version, err)
 	}
 	return nil

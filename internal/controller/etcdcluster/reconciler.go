@@ -7,13 +7,18 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -28,6 +33,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 
 // Reconciler reconciles EtcdCluster objects.
 type Reconciler struct {
@@ -40,6 +46,8 @@ type Reconciler struct {
 	Failpoint func(name string)
 	// APIReader reads around the cache where a stale object would do harm.
 	APIReader client.Reader
+	// Clock tells when a terminating pod counts as stuck; the real clock unless a test sets it.
+	Clock clock.PassiveClock
 }
 
 // Setup registers the EtcdCluster controller with the manager.
@@ -59,11 +67,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Failpoint == nil {
 		r.Failpoint = envFailpoint()
 	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
@@ -74,16 +86,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile moves one EtcdCluster at most one member step toward its spec:
 //  1. Get the cluster; gone -> drop its metrics, done. Being deleted -> done (owner references
-//     let the garbage collector delete pods, volumes and Services).
+//     let the garbage collector delete pods, volumes, Services and the PodDisruptionBudget).
 //  2. Defer the single status patch; observedGeneration only when the pass succeeded.
-//  3. Ensure the headless peer Service and the client Service (unless paused); observe: member pods and volumes, etcd's member list and each member's status
-//     (one etcd client, closed at the end of the pass).
-//  4. Record the observed status; spec.paused -> condition Paused, change nothing.
-//  5. Adopt the restore operator's seed pod (spec.bootstrap.restore).
+//  3. Unless paused: ensure the headless peer Service and the client Service (a foreign one
+//     in the way stops the pass: NotOwned), the PodDisruptionBudget, and sole ownership of the
+//     members (legacy restore seeds adopted, EtcdRestore owner references removed; a change
+//     ends the pass).
+//  4. Observe: the cluster's own member pods and volumes (foreign names reserved), etcd's
+//     member list and each member's status (one etcd client, closed at the end of the pass).
+//  5. Record the observed status; spec.paused -> condition Paused, change nothing.
 //  6. Decide the target version (unsupported paths are refused with a condition), let
-//     cluster.Next pick the single next step, carry it out.
-//  7. Set conditions, phase, events and metrics; requeue shortly after a change, later while
-//     waiting on etcd.
+//     cluster.Next pick the single next step (held back unless the member list is
+//     linearizable and of the recorded cluster), carry it out.
+//  7. Set conditions, phase, events (a Warning when a refusal starts) and metrics; requeue
+//     shortly after a change, later while waiting on etcd.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	c := &etcdv1beta2.EtcdCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
@@ -109,15 +125,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	// The Services first: the members' DNS names, which observe dials, exist only with the
 	// headless Service (a restored cluster's seed runs before its first pass).
+	var pdbErr error
 	if !c.Spec.Paused {
 		if err := r.reconcileServices(ctx, c); err != nil {
-			return ctrl.Result{}, err
+			return r.stop(before, c, err)
+		}
+		// A foreign budget of that name does not stop the members' care: reported below.
+		if pdbErr = r.reconcilePDB(ctx, c); pdbErr != nil && !errors.Is(pdbErr, errNotOwned) {
+			return r.stop(before, c, pdbErr)
+		}
+		changed, err := r.reconcileOwnership(ctx, c)
+		if err != nil {
+			return r.stop(before, c, err)
+		}
+		if changed {
+			return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
 		}
 	}
 	obs, err := r.observe(ctx, c)
 	if err != nil {
-		setFailure(c, err)
-		return ctrl.Result{}, err
+		return r.stop(before, c, err)
 	}
 	if obs.etcd != nil {
 		defer func() { _ = obs.etcd.Close() }()
@@ -126,11 +153,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	setPaused(c)
 	target, upgradeErr := targetVersion(c, obs)
 	if c.Spec.Paused {
-		setConditions(c, obs, cluster.Action{Kind: cluster.ActionNone}, target, upgradeErr, nil)
+		setConditions(c, obs, cluster.Action{Kind: cluster.ActionNone}, target, upgradeErr, nil, nil)
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
-	}
-	if err := r.adoptSeed(ctx, c, obs); err != nil {
-		return ctrl.Result{}, err
 	}
 	act := cluster.Next(r.desired(c, target), obs.Observed)
 	res, err := r.apply(ctx, c, obs, act, target)
@@ -138,9 +162,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The namespace goes, and the cluster with it: nothing to retry.
 		return ctrl.Result{}, nil
 	}
-	r.warnOnFlip(before, c, obs, act, upgradeErr)
-	setConditions(c, obs, act, target, upgradeErr, err)
+	setConditions(c, obs, act, target, upgradeErr, err, pdbErr)
+	r.warnOnFlip(before, c)
+	if errors.Is(err, errNotOwned) {
+		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
+	}
 	return res, err
+}
+
+// stop ends a pass that could not observe or act: Degraded with the reason, a Warning event
+// when that reason is new. A foreign object in the way is not retried with backoff but
+// re-checked after requeueBlocked (no watch reports its removal).
+func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.Result, error) {
+	setFailure(c, err)
+	r.warnOnFlip(before, c)
+	if errors.Is(err, errNotOwned) {
+		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // desired reduces the spec to what cluster.Next needs.
@@ -153,18 +192,26 @@ func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.
 	return d
 }
 
-// warnOnFlip emits a Warning event when the cluster newly loses quorum or an upgrade is newly
-// refused, not on every pass.
-func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action, upgradeErr error) {
-	prev := func(t, reason string) bool {
-		cond := meta.FindStatusCondition(before.Status.Conditions, t)
-		return cond != nil && cond.Reason == reason
+// warnOnFlip emits a Warning event when the cluster newly enters a state where the operator
+// refuses to act (quorum lost, unverified membership, another cluster's members, a foreign
+// object in the way) or an upgrade is newly refused: once per flip, not on every pass.
+func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
+	flipped := func(t string, reasons ...string) *metav1.Condition {
+		now := meta.FindStatusCondition(c.Status.Conditions, t)
+		if now == nil || !slices.Contains(reasons, now.Reason) {
+			return nil
+		}
+		if prev := meta.FindStatusCondition(before.Status.Conditions, t); prev != nil && prev.Reason == now.Reason && prev.Status == now.Status {
+			return nil
+		}
+		return now
 	}
-	if act.Kind == cluster.ActionQuorumLost && !prev(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost) {
-		r.event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonQuorumLost, act.Message)
+	if cond := flipped(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonMembershipUnverified,
+		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned); cond != nil {
+		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
-	if upgradeErr != nil && !prev(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade) {
-		r.event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonUnsupportedUpgrade, upgradeErr.Error())
+	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {
+		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 }
 

@@ -26,8 +26,15 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods)}
 		return
 	}
+	if mismatch(obs) {
+		// Another cluster's members answer: describe none of them as this cluster's.
+		return
+	}
+	if st.ClusterID == "" && obs.Linearizable {
+		// Recorded once, from a verified list; from then on every change needs it to match.
+		st.ClusterID = fmt.Sprintf("%x", obs.ClusterID)
+	}
 	st.Size = int32(len(obs.Members))
-	st.ClusterID = fmt.Sprintf("%x", obs.clusterID)
 	var ready, unready []string
 	lowest := ""
 	for _, m := range obs.Members {
@@ -50,9 +57,15 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	}
 }
 
+// mismatch reports whether the members that answered belong to another cluster than the one
+// recorded in status.
+func mismatch(obs *observation) bool {
+	return obs.Reachable && obs.RecordedClusterID != 0 && obs.ClusterID != obs.RecordedClusterID
+}
+
 // setConditions sets the conditions and the derived phase from the observation, the step
-// taken and its error.
-func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action, target string, upgradeErr, stepErr error) {
+// taken and its error, and a foreign PodDisruptionBudget in the way (pdbErr).
+func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action, target string, upgradeErr, stepErr, pdbErr error) {
 	gen := c.Generation
 	set := func(t string, status bool, reason, msg string) {
 		s := metav1.ConditionFalse
@@ -71,9 +84,12 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 		}
 	}
 	available := obs.Reachable && healthy*2 > voters
-	if available {
+	switch {
+	case mismatch(obs):
+		set(etcdv1beta2.ClusterConditionAvailable, false, etcdv1beta2.ReasonClusterIDMismatch, fmt.Sprintf("the members that answer belong to etcd cluster %x, not %s", obs.ClusterID, c.Status.ClusterID))
+	case available:
 		set(etcdv1beta2.ClusterConditionAvailable, true, etcdv1beta2.ReasonClusterHealthy, fmt.Sprintf("%d of %d voting members are healthy", healthy, voters))
-	} else {
+	default:
 		set(etcdv1beta2.ClusterConditionAvailable, false, etcdv1beta2.ReasonEtcdUnreachable, fmt.Sprintf("%d of %d voting members are healthy", healthy, voters))
 	}
 
@@ -102,9 +118,18 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 
 	switch {
 	case stepErr != nil:
-		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonReconcileError, stepErr.Error())
+		set(etcdv1beta2.ClusterConditionDegraded, true, failureReason(stepErr), stepErr.Error())
 	case act.Kind == cluster.ActionQuorumLost:
 		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonQuorumLost, act.Message)
+	case act.Kind == cluster.ActionMembershipUnverified:
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonMembershipUnverified, act.Message)
+	case act.Kind == cluster.ActionClusterIDMismatch:
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonClusterIDMismatch, act.Message)
+	case mismatch(obs):
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonClusterIDMismatch,
+			fmt.Sprintf("the members that answer belong to etcd cluster %x, not to %s recorded in status.clusterID", obs.ClusterID, c.Status.ClusterID))
+	case pdbErr != nil:
+		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonNotOwned, pdbErr.Error())
 	case obs.Reachable && healthy < voters:
 		set(etcdv1beta2.ClusterConditionDegraded, true, etcdv1beta2.ReasonMemberUnhealthy, fmt.Sprintf("members down: %s", strings.Join(c.Status.Members.Unready, ", ")))
 	case !obs.Reachable && obs.Formed:
@@ -116,6 +141,8 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 	switch act.Kind {
 	case cluster.ActionNone, cluster.ActionQuorumLost:
 		set(etcdv1beta2.ClusterConditionProgressing, false, etcdv1beta2.ReasonAsExpected, "nothing to change")
+	case cluster.ActionMembershipUnverified, cluster.ActionClusterIDMismatch:
+		set(etcdv1beta2.ClusterConditionProgressing, false, string(act.Kind), act.Message)
 	case cluster.ActionWaitForSeed:
 		set(etcdv1beta2.ClusterConditionProgressing, true, etcdv1beta2.ReasonWaitingForSeed, act.Message)
 	default:
@@ -174,11 +201,18 @@ func sortedNames(m map[string]cluster.PodState) []string {
 
 // setFailure records an error that stopped the pass before a step could be chosen.
 func setFailure(c *etcdv1beta2.EtcdCluster, err error) {
-	reason := etcdv1beta2.ReasonReconcileError
-	if errors.Is(err, errSecretNotFound) {
-		reason = etcdv1beta2.ReasonSecretNotFound
-	}
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionDegraded, Status: metav1.ConditionTrue,
-		Reason: reason, Message: err.Error(), ObservedGeneration: c.Generation})
+		Reason: failureReason(err), Message: err.Error(), ObservedGeneration: c.Generation})
 	c.Status.Phase = phase(c)
+}
+
+// failureReason is the Degraded reason of an error that stopped a pass or a step.
+func failureReason(err error) string {
+	switch {
+	case errors.Is(err, errSecretNotFound):
+		return etcdv1beta2.ReasonSecretNotFound
+	case errors.Is(err, errNotOwned):
+		return etcdv1beta2.ReasonNotOwned
+	}
+	return etcdv1beta2.ReasonReconcileError
 }
