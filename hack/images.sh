@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
-# Builds the project's container images from static Go binaries and imports them into the local
-# cluster's containerd. No base image, no registry: hack/tools/imagebuilder (go-containerregistry)
-# writes single-layer linux/amd64 docker archives, `ctr images import` loads them.
+# Builds the project's container images from static Go binaries, with no base image and no
+# registry: hack/tools/imagebuilder (go-containerregistry) writes single-layer images, which are
+# imported into the local cluster's containerd (`ctr images import`) or pushed to a registry.
 #
-#   hack/images.sh [all|pause|etcd|operator]...     (default: all)
+#   hack/images.sh [all|pause|etcd|operator|push]...     (default: all)
 #
 #   pause      $LC_PAUSE_IMAGE: the pod sandbox (hack/tools/pause), what containerd and the kubelet use
 #   etcd       quay.io/coreos/etcd:$ETCD_VERSION and :$ETCD_OLD_VERSION, etcd/etcdctl/etcdutl in
-#              /usr/local/bin: the tags the EtcdCluster API defaults produce
-#   operator   $IMG (default etcd-operator:dev): the three operator binaries from ./cmd/..., plus the
-#              etcd $ETCD_VERSION etcdutl and etcdctl
+#              /usr/local/bin: the tags the EtcdCluster API defaults produce (linux/amd64)
+#   operator   $IMG (default etcd-operator:dev): an OCI image index for $PLATFORMS (default
+#              linux/amd64 and linux/arm64), each image holding the three operator binaries from
+#              ./cmd/... cross-compiled for its platform (CGO_ENABLED=0), the etcd $ETCD_VERSION
+#              etcdutl and etcdctl, and the public CA roots at /etc/ssl/certs/ca-certificates.crt
+#              (the binaries also embed them: golang.org/x/crypto/x509roots/fallback). The archive
+#              is imported whole; containerd unpacks the node's platform.
+#   push       build the operator image index as above and push it to $IMG (required, a
+#              registry reference such as registry.example.com/etcd-operator:v0.2.0); credentials
+#              come from the docker config (~/.docker/config.json), plain HTTP is used for
+#              localhost, loopback and private addresses (PUSH_INSECURE=1 forces it)
 #
-# Archives are cached under $CACHE_DIR/images keyed by the sha256 of their inputs, and an import is
-# skipped when containerd already holds that archive's image under the tag, so reruns are fast.
-# Set NO_IMPORT=1 to only build the archives (no containerd needed).
+# The binaries carry VERSION, COMMIT and BUILD_DATE in --version (make exports them; default
+# `git describe`, HEAD and the commit date). Archives are cached under $CACHE_DIR/images keyed
+# by the sha256 of their inputs, and an import is skipped when containerd already holds that
+# archive's image under the tag, so reruns are fast. NO_IMPORT=1 only builds the archives (no
+# containerd needed); $CACHE_DIR/images/operator.path then names the operator archive.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
 IMG="${IMG:-etcd-operator:dev}"
+PLATFORMS="${PLATFORMS:-linux/amd64 linux/arm64}"
+CA_ROOTS_PATH=/etc/ssl/certs/ca-certificates.crt
+VERSION="${VERSION:-$(cd "$ROOT_DIR" && git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+COMMIT="${COMMIT:-$(cd "$ROOT_DIR" && git rev-parse HEAD 2>/dev/null || true)}"
+BUILD_DATE="${BUILD_DATE:-$(cd "$ROOT_DIR" && TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || true)}"
 ETCD_REPOSITORY="${ETCD_REPOSITORY:-quay.io/coreos/etcd}"
 IMAGES_DIR="$CACHE_DIR/images"
 TOOLS_BIN="$CACHE_DIR/bin/tools"
@@ -40,6 +55,19 @@ normalize() {
   echo "$ref"
 }
 
+# input_sums SRC: the sha256 of a -file source, of each platform's file when it names {os}/{arch}.
+input_sums() {
+  local src="$1" p
+  if [[ "$src" != *"{arch}"* && "$src" != *"{os}"* ]]; then
+    sha256sum "$src" | cut -d' ' -f1
+    return
+  fi
+  for p in $PLATFORMS; do
+    local f="${src//\{os\}/${p%/*}}"
+    sha256sum "${f//\{arch\}/${p#*/}}" | cut -d' ' -f1
+  done
+}
+
 # image NAME BUILDER_ARGS...: build the archive (if its inputs changed) and import it (if needed).
 image() {
   local name="$1"
@@ -50,13 +78,14 @@ image() {
     sha256sum "$BUILDER" | cut -d' ' -f1
     printf '%s\n' "${args[@]}"
     for ((i = 0; i < ${#args[@]}; i++)); do
-      if [ "${args[$i]}" = -file ]; then sha256sum "${args[$((i + 1))]%%=*}" | cut -d' ' -f1; fi
+      if [ "${args[$i]}" = -file ]; then input_sums "${args[$((i + 1))]%%=*}"; fi
     done
   } | sha256sum | cut -c1-16)"
   for ((i = 0; i < ${#args[@]}; i++)); do
     [ "${args[$i]}" = -tag ] && tags+=("${args[$((i + 1))]}")
   done
   local archive="$IMAGES_DIR/$name-$key.tar"
+  LAST_ARCHIVE="$name-$key.tar"
   if [ ! -f "$archive" ]; then
     log "building image $name (${tags[*]})"
     "$BUILDER" -out "$archive" "${args[@]}" >"$archive.id"
@@ -90,35 +119,77 @@ etcd_image() { # etcd_image VERSION
     -file "$dir/etcdutl=/usr/local/bin/etcdutl" -dir var/lib/etcd:0700 -entrypoint /usr/local/bin/etcd
 }
 
-operator_image() {
-  local c missing=() out="$CACHE_DIR/build/operator-bin" version etcd_dir
+# operator_binaries: the three operators and etcd's etcdctl and etcdutl for every platform of
+# $PLATFORMS, under $CACHE_DIR/build/operator-bin/<os>_<arch>/ (the Go build cache makes reruns fast).
+operator_binaries() {
+  local out="$CACHE_DIR/build/operator-bin" p os arch pkg="github.com/etcd-operator/etcd-operator/internal/version"
+  local ldflags="-s -w -X $pkg.Version=$VERSION -X $pkg.Commit=$COMMIT -X $pkg.Date=$BUILD_DATE"
+  "$ROOT_DIR/hack/build-etcd.sh" "$ETCD_VERSION"
+  for p in $PLATFORMS; do
+    os="${p%/*}" arch="${p#*/}"
+    mkdir -p "$out/${os}_$arch"
+    log "building the operator binaries ($VERSION, $p)"
+    (cd "$ROOT_DIR" && CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath -ldflags "$ldflags" \
+      -o "$out/${os}_$arch/" ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator)
+    # etcdctl and etcdutl of the same release, from the module hack/build-etcd.sh set up.
+    (cd "$CACHE_DIR/build/etcd-$ETCD_VERSION" && for c in etcdctl etcdutl; do
+      CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath -ldflags "-s -w" -o "$out/${os}_$arch/$c" "go.etcd.io/etcd/$c/v3"
+    done)
+  done
+}
+
+# operator_args: the imagebuilder arguments of the operator image (all platforms).
+operator_args() {
+  local bins="$CACHE_DIR/build/operator-bin/{os}_{arch}" c
+  printf '%s\n' -platform "$(echo "$PLATFORMS" | tr ' ' ',')"
+  for c in etcd-operator backup-operator restore-operator etcdctl etcdutl; do
+    printf '%s\n' -file "$bins/$c=/usr/local/bin/$c"
+  done
+  printf '%s\n' -ca-roots "$CA_ROOTS_PATH" -user "$OPERATOR_USER:$OPERATOR_USER" \
+    -entrypoint /usr/local/bin/etcd-operator \
+    -label "org.opencontainers.image.title=etcd-operator" \
+    -label "org.opencontainers.image.version=$VERSION" \
+    -label "org.opencontainers.image.revision=$COMMIT" \
+    -label "org.opencontainers.image.licenses=Apache-2.0"
+  [ -z "$BUILD_DATE" ] || printf '%s\n' -created "$BUILD_DATE" -label "org.opencontainers.image.created=$BUILD_DATE"
+}
+
+have_operator_sources() {
+  local c missing=()
   for c in etcd-operator backup-operator restore-operator; do
     [ -d "$ROOT_DIR/cmd/$c" ] || missing+=("cmd/$c")
   done
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "skipping the operator image $IMG: ${missing[*]} not in the tree yet"
-    return 0
-  fi
-  version="$(cd "$ROOT_DIR" && git describe --tags --always --dirty 2>/dev/null || echo dev)"
-  mkdir -p "$out"
-  log "building the operator binaries ($version)"
-  (cd "$ROOT_DIR" && CGO_ENABLED=0 go build -trimpath \
-    -ldflags "-s -w -X github.com/etcd-operator/etcd-operator/internal/version.Version=$version" \
-    -o "$out/" ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator)
-  "$ROOT_DIR/hack/build-etcd.sh" "$ETCD_VERSION"
-  etcd_dir="$(etcd_bin_dir "$ETCD_VERSION")"
-  image operator -tag "$IMG" \
-    -file "$out/etcd-operator=/usr/local/bin/etcd-operator" \
-    -file "$out/backup-operator=/usr/local/bin/backup-operator" \
-    -file "$out/restore-operator=/usr/local/bin/restore-operator" \
-    -file "$etcd_dir/etcdutl=/usr/local/bin/etcdutl" -file "$etcd_dir/etcdctl=/usr/local/bin/etcdctl" \
-    -user "$OPERATOR_USER:$OPERATOR_USER" -entrypoint /usr/local/bin/etcd-operator
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "skipping the operator image $IMG: ${missing[*]} not in the tree yet"
+  return 1
+}
+
+operator_image() {
+  local args
+  have_operator_sources || return 0
+  operator_binaries
+  mapfile -t args < <(operator_args)
+  image operator -format oci -tag "$IMG" "${args[@]}"
+  echo "$IMAGES_DIR/$LAST_ARCHIVE" >"$IMAGES_DIR/operator.path"
+}
+
+push_image() {
+  local args start=$SECONDS
+  [ "$IMG" != etcd-operator:dev ] && [[ "$IMG" == */* ]] ||
+    { log "ERROR: set IMG to a registry reference, e.g. IMG=registry.example.com/etcd-operator:v0.2.0"; exit 2; }
+  have_operator_sources || exit 1
+  operator_binaries
+  mapfile -t args < <(operator_args)
+  [ "${PUSH_INSECURE:-}" = 1 ] && args+=(-insecure)
+  log "pushing $IMG ($PLATFORMS)"
+  "$BUILDER" -push "$IMG" "${args[@]}"
+  log "pushed $IMG in $((SECONDS - start))s"
 }
 
 main() {
   local what=("$@") w
   [ ${#what[@]} -gt 0 ] || what=(all)
-  if [ "${NO_IMPORT:-}" != 1 ]; then
+  if [ "${NO_IMPORT:-}" != 1 ] && [ "${what[*]}" != push ]; then
     lc_ensure_packages
     lc_ctr version >/dev/null 2>&1 || die_no_containerd
   fi
@@ -132,9 +203,10 @@ main() {
       pause) pause_image ;;
       etcd) etcd_image "$ETCD_VERSION" && etcd_image "$ETCD_OLD_VERSION" ;;
       operator) operator_image ;;
+      push) push_image ;;
       all) pause_image && etcd_image "$ETCD_VERSION" && etcd_image "$ETCD_OLD_VERSION" && operator_image ;;
       *)
-        echo "usage: $0 [all|pause|etcd|operator]..." >&2
+        echo "usage: $0 [all|pause|etcd|operator|push]..." >&2
         exit 2
         ;;
     esac

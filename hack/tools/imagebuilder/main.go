@@ -1,36 +1,36 @@
-// Command imagebuilder writes a single-layer linux/amd64 container image, made of static
-// binaries and nothing else, as a docker archive that `ctr images import` (or `docker load`)
-// accepts. No base image is pulled: the image starts from go-containerregistry's empty.Image.
+// Command imagebuilder builds a container image made of static binaries and nothing else, for one
+// or more platforms, and writes it as a docker archive (one platform; `ctr images import` and
+// `docker load` take it), as an OCI image layout archive holding an image index (any number of
+// platforms; `ctr images import` takes it), or pushes the index to a registry. No base image is
+// pulled: every image starts from go-containerregistry's empty image.
 //
 //	imagebuilder -out etcd.tar -tag quay.io/coreos/etcd:v3.6.16 \
 //	  -file .cache/bin/etcd-v3.6.16/etcd=/usr/local/bin/etcd -entrypoint /usr/local/bin/etcd
 //
-// The layer is reproducible (fixed timestamps and owners, sorted entries), so the same inputs
-// give the same image digest; it prints the config digest (image ID) and manifest digest.
+//	imagebuilder -platform linux/amd64,linux/arm64 -format oci -out operator.tar -tag etcd-operator:dev \
+//	  -file 'bin/{os}_{arch}/etcd-operator=/usr/local/bin/etcd-operator' -ca-roots /etc/ssl/certs/ca-certificates.crt
+//
+//	imagebuilder ... -push registry.example.com/etcd-operator:v0.2.0
+//
+// In -file sources {os} and {arch} are replaced by each platform's. -ca-roots writes the public
+// CA roots of golang.org/x/crypto/x509roots/fallback (Mozilla's, as the Go project ships them)
+// as one PEM bundle, so that non-Go tools in the image find roots where Debian puts them.
+//
+// Layers are reproducible (fixed timestamps and owners, sorted entries), so the same inputs give
+// the same digests; it prints "id=<config digest of the first platform> digest=<digest>", the
+// digest being the image's (docker archive) or the index's (OCI archive, push).
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// epoch is the modification time of every entry and the image's creation time, so that
-// rebuilding from the same inputs gives byte-identical layers and digests.
+// epoch is the modification time of every entry and, without -created, the image's creation time.
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type listFlag []string
@@ -40,25 +40,39 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 type options struct {
 	out        string
+	format     string
+	push       string
+	insecure   bool
+	platforms  string
 	tags       listFlag
 	files      listFlag
 	dirs       listFlag
 	entrypoint listFlag
 	env        listFlag
+	labels     listFlag
+	caRoots    string
 	user       string
 	workdir    string
+	created    string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.out, "out", "", "docker archive to write (required)")
-	flag.Var(&o.tags, "tag", "image reference to tag the image with (repeatable, at least one)")
-	flag.Var(&o.files, "file", "SRC=DST: copy host file SRC to DST in the image, keeping its mode (repeatable)")
+	flag.StringVar(&o.out, "out", "", "archive to write")
+	flag.StringVar(&o.format, "format", "docker", "archive format: docker (one platform) or oci (an image index)")
+	flag.StringVar(&o.push, "push", "", "push the image index to this reference (registry/repository:tag)")
+	flag.BoolVar(&o.insecure, "insecure", false, "push over plain HTTP (implied for localhost, loopback and private addresses)")
+	flag.StringVar(&o.platforms, "platform", "linux/amd64", "comma-separated os/arch list")
+	flag.Var(&o.tags, "tag", "image reference the archive names (repeatable; at least one with -out)")
+	flag.Var(&o.files, "file", "SRC=DST: copy host file SRC ({os} and {arch} replaced) to DST, keeping its mode (repeatable)")
 	flag.Var(&o.dirs, "dir", "DST[:MODE]: an empty directory, MODE octal (default 0755) (repeatable)")
 	flag.Var(&o.entrypoint, "entrypoint", "one entrypoint element (repeatable, in order)")
 	flag.Var(&o.env, "env", "KEY=VALUE in the image config (repeatable; PATH is set by default)")
+	flag.Var(&o.labels, "label", "KEY=VALUE image label, e.g. org.opencontainers.image.version=v0.2.0 (repeatable)")
+	flag.StringVar(&o.caRoots, "ca-roots", "", "write the public CA roots as a PEM bundle at this path in the image")
 	flag.StringVar(&o.user, "user", "", "numeric user[:group] the image runs as (empty: root)")
 	flag.StringVar(&o.workdir, "workdir", "/", "working directory")
+	flag.StringVar(&o.created, "created", "", "creation time, RFC 3339 (default 2000-01-01, for reproducible digests)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuilder:", err)
@@ -67,143 +81,59 @@ func main() {
 }
 
 func run(o options) error {
-	if o.out == "" || len(o.tags) == 0 {
-		return errors.New("-out and at least one -tag are required")
+	if o.out == "" && o.push == "" {
+		return errors.New("-out or -push is required")
 	}
-	layerTar, err := buildLayer(o.files, o.dirs)
+	if o.out != "" && len(o.tags) == 0 {
+		return errors.New("-out needs at least one -tag")
+	}
+	platforms, err := parsePlatforms(o.platforms)
 	if err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
-	if err != nil {
-		return fmt.Errorf("creating layer: %w", err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return fmt.Errorf("appending layer: %w", err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cfg = cfg.DeepCopy()
-	// Without OS and Architecture containerd filters the image out of the node's platform.
-	cfg.OS = "linux"
-	cfg.Architecture = "amd64"
-	cfg.Created = v1.Time{Time: epoch}
-	cfg.Config.Entrypoint = o.entrypoint
-	cfg.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, o.env...)
-	cfg.Config.User = o.user
-	cfg.Config.WorkingDir = o.workdir
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		return fmt.Errorf("setting config: %w", err)
-	}
-
-	refs := map[name.Reference]v1.Image{}
-	for _, t := range o.tags {
-		tag, err := name.NewTag(t)
-		if err != nil {
-			return fmt.Errorf("parsing tag %q: %w", t, err)
+	created := epoch
+	if o.created != "" {
+		if created, err = time.Parse(time.RFC3339, o.created); err != nil {
+			return fmt.Errorf("-created: %w", err)
 		}
-		refs[tag] = img
 	}
-	tmp := o.out + ".tmp"
-	if err := tarball.MultiRefWriteToFile(tmp, refs); err != nil {
-		return fmt.Errorf("writing %s: %w", o.out, err)
-	}
-	if err := os.Rename(tmp, o.out); err != nil {
-		return err
-	}
-	id, err := img.ConfigName()
+	idx, imgs, err := buildIndex(o, platforms, created)
 	if err != nil {
 		return err
 	}
-	digest, err := img.Digest()
+	id, err := imgs[0].ConfigName()
 	if err != nil {
 		return err
+	}
+	var digest fmt.Stringer
+	switch {
+	case o.out != "" && o.format == "docker":
+		if len(imgs) != 1 {
+			return errors.New("-format docker holds one platform: use -format oci for several")
+		}
+		if err := writeDocker(o.out, o.tags, imgs[0]); err != nil {
+			return err
+		}
+		if digest, err = imgs[0].Digest(); err != nil {
+			return err
+		}
+	case o.out != "" && o.format == "oci":
+		if err := writeOCI(o.out, o.tags, idx); err != nil {
+			return err
+		}
+	case o.out != "":
+		return fmt.Errorf("unknown -format %q", o.format)
+	}
+	if digest == nil {
+		if digest, err = idx.Digest(); err != nil {
+			return err
+		}
+	}
+	if o.push != "" {
+		if err := push(o.push, o.insecure, idx); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("id=%s digest=%s\n", id, digest)
 	return nil
-}
-
-// buildLayer returns an uncompressed tar with the requested files and directories, their parent
-// directories, and /tmp (mode 1777), sorted by path, owned by root, all dated epoch.
-func buildLayer(files, dirs []string) ([]byte, error) {
-	type entry struct {
-		src  string // host file; empty for a directory
-		mode int64
-	}
-	entries := map[string]entry{"tmp": {mode: 0o1777}}
-	addParents := func(p string) {
-		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
-			if _, ok := entries[d]; !ok {
-				entries[d] = entry{mode: 0o755}
-			}
-		}
-	}
-	for _, d := range dirs {
-		p, modeStr, _ := strings.Cut(d, ":")
-		mode := int64(0o755)
-		if modeStr != "" {
-			if _, err := fmt.Sscanf(modeStr, "%o", &mode); err != nil {
-				return nil, fmt.Errorf("bad mode in -dir %q: %w", d, err)
-			}
-		}
-		p = strings.Trim(path.Clean("/"+p), "/")
-		entries[p] = entry{mode: mode}
-		addParents(p)
-	}
-	for _, f := range files {
-		src, dst, ok := strings.Cut(f, "=")
-		if !ok {
-			return nil, fmt.Errorf("-file %q: want SRC=DST", f)
-		}
-		st, err := os.Stat(src)
-		if err != nil {
-			return nil, err
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("-file %q: %s is not a regular file", f, src)
-		}
-		p := strings.Trim(path.Clean("/"+dst), "/")
-		entries[p] = entry{src: src, mode: int64(st.Mode().Perm())}
-		addParents(p)
-	}
-	paths := make([]string, 0, len(entries))
-	for p := range entries {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, p := range paths {
-		e := entries[p]
-		hdr := &tar.Header{Name: p, Mode: e.mode, ModTime: epoch, Uname: "root", Gname: "root", Format: tar.FormatPAX}
-		if e.src == "" {
-			hdr.Typeflag, hdr.Name = tar.TypeDir, p+"/"
-			if err := tw.WriteHeader(hdr); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		data, err := os.ReadFile(e.src)
-		if err != nil {
-			return nil, err
-		}
-		hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
