@@ -76,8 +76,16 @@ build: ## Build the three operator binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/ ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator
 
 .PHONY: images
-images: ## Build the operator, etcd and pause images and import them into the local containerd.
+images: ## Build the operator (linux/amd64 + linux/arm64 index), etcd and pause images and import them into the local containerd.
 	hack/images.sh
+
+.PHONY: push
+push: ## Build the multi-arch operator image index and push it: make push IMG=<registry>/<repo>:<tag>.
+	hack/images.sh push
+
+.PHONY: release
+release: ## Write dist/ (install.yaml, Helm chart, SBOM, SHA256SUMS): make release VERSION=x.y.z IMG=<registry>/<repo>:<tag>.
+	hack/release.sh
 
 ##@ Test
 .PHONY: test
@@ -122,11 +130,11 @@ objstores-down: ## Stop the object-store servers.
 	hack/objstores.sh down
 
 .PHONY: deploy
-deploy: ## Install CRDs, RBAC and the three operators into the current kubeconfig's cluster.
+deploy: ## Install CRDs, RBAC and the operators (image IMG) into the kubeconfig's cluster, with KUBECTL (default: kubectl on PATH).
 	hack/deploy.sh apply
 
 .PHONY: undeploy
-undeploy: ## Remove the operators, RBAC and CRDs from the current kubeconfig's cluster.
+undeploy: ## Remove the operators from the kubeconfig's cluster; keeps CRDs and custom resources unless DELETE_CRDS=yes.
 	hack/deploy.sh delete
 
 .PHONY: demo
