@@ -20,6 +20,9 @@ PID_DIR="$LC_DIR/pids"
 LOG_DIR="$LC_DIR/logs"
 ETCD_BIN="$(etcd_bin_dir "$ETCD_VERSION")"
 APISERVER_URL="https://$LC_BRIDGE_IP:$LC_APISERVER_PORT"
+# The registry address containerd pulls from over plain HTTP (hack/tools/registry, started by
+# test/e2e/release or by hand: `make push IMG=$LC_REGISTRY/etcd-operator:<tag>`).
+LC_REGISTRY="${LC_REGISTRY:-$LC_BRIDGE_IP:5001}"
 FWD_CHAIN="EO-LOCAL-FORWARD"
 # Start order; stop runs it backwards.
 COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
@@ -122,7 +125,7 @@ wait_for() {
 render() { # render TEMPLATE OUT: replace @VAR@ with the variable's value
   local args=() v
   for v in LC_DIR LC_VAR_DIR LC_RUN_DIR LC_CONTAINERD_SOCK LC_PAUSE_IMAGE LC_BRIDGE LC_BRIDGE_IP \
-    LC_POD_CIDR LC_SERVICE_CIDR LC_NODE_NAME LC_CLUSTER_DOMAIN; do
+    LC_POD_CIDR LC_SERVICE_CIDR LC_NODE_NAME LC_CLUSTER_DOMAIN LC_REGISTRY; do
     args+=(-e "s|@$v@|${!v}|g")
   done
   sed "${args[@]}" "$TPL_DIR/$1" >"$2.tmp" && mv "$2.tmp" "$2"
@@ -281,10 +284,33 @@ start_apiserver() {
   kubectl_admin apply -f "$TPL_DIR/addons.yaml" >/dev/null
 }
 
+# registry_hosts writes containerd's hosts.toml for $LC_REGISTRY: plain HTTP, pull and resolve.
+registry_hosts() {
+  local dir="$LC_DIR/certs.d/$LC_REGISTRY"
+  mkdir -p "$dir"
+  {
+    echo "# Written by hack/local-cluster.sh: the test registry on the bridge, plain HTTP."
+    echo "server = \"http://$LC_REGISTRY\""
+    echo
+    echo "[host.\"http://$LC_REGISTRY\"]"
+    echo "  capabilities = [\"pull\", \"resolve\"]"
+  } >"$dir/hosts.toml.tmp"
+  mv "$dir/hosts.toml.tmp" "$dir/hosts.toml"
+}
+
 start_containerd() {
   mkdir -p "$LC_DIR/cni" "$LC_VAR_DIR" "$LC_RUN_DIR/containerd"
+  registry_hosts
+  local old=""
+  [ ! -f "$LC_DIR/containerd.toml" ] || old="$(cat "$LC_DIR/containerd.toml")"
   render containerd.toml "$LC_DIR/containerd.toml"
   render cni.conflist "$LC_DIR/cni/10-etcd-operator-local.conflist"
+  # A containerd started with an older config (e.g. before the registry settings) restarts once
+  # to read the new one; running containers survive a containerd restart.
+  if running containerd && [ "$old" != "$(cat "$LC_DIR/containerd.toml")" ]; then
+    log "containerd config changed: restarting containerd"
+    stop containerd
+  fi
   start containerd "$(command -v containerd)" --config "$LC_DIR/containerd.toml"
   wait_for "containerd" 60 lc_ctr version
   # The sandbox image must be there before the kubelet starts the first pod.
