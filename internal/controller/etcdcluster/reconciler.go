@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -48,6 +49,11 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Clock tells when a terminating pod counts as stuck; the real clock unless a test sets it.
 	Clock clock.PassiveClock
+
+	// warned remembers the last Warning reason per cluster UID and condition type, so that a
+	// pass that reads a status from the cache that does not show the previous pass's patch yet
+	// does not warn about the same flip again.
+	warned sync.Map
 }
 
 // Setup registers the EtcdCluster controller with the manager.
@@ -197,11 +203,14 @@ func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.
 // object in the way) or an upgrade is newly refused: once per flip, not on every pass.
 func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 	flipped := func(t string, reasons ...string) *metav1.Condition {
+		key := string(c.UID) + "/" + t
 		now := meta.FindStatusCondition(c.Status.Conditions, t)
 		if now == nil || !slices.Contains(reasons, now.Reason) {
+			r.warned.Delete(key)
 			return nil
 		}
-		if prev := meta.FindStatusCondition(before.Status.Conditions, t); prev != nil && prev.Reason == now.Reason && prev.Status == now.Status {
+		last, _ := r.warned.Swap(key, now.Reason)
+		if prev := meta.FindStatusCondition(before.Status.Conditions, t); last == now.Reason || (prev != nil && prev.Reason == now.Reason && prev.Status == now.Status) {
 			return nil
 		}
 		return now
