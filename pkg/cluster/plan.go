@@ -98,11 +98,14 @@ const (
 	ActionClusterIDMismatch ActionKind = "ClusterIDMismatch"
 )
 
-// NeedsVerifiedMembership reports whether a step changes the membership or deletes anything,
-// and so may only be taken on a linearizable member list of the recorded cluster.
+// NeedsVerifiedMembership reports whether a step changes the membership or deletes anything
+// that holds data, and so may only be taken on a linearizable member list of the recorded
+// cluster. DeleteFailed is not one of them: it deletes only a failed pod whose data stays on
+// its volume (the pod is recreated on it, like RecreatePod), and it is what brings a PVC cluster
+// back after its members' pods failed together (evictions), when no linearizable list exists.
 func (k ActionKind) NeedsVerifiedMembership() bool {
 	switch k {
-	case ActionRemoveMember, ActionDeletePod, ActionDeleteFailed, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember:
+	case ActionRemoveMember, ActionDeletePod, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember:
 		return true
 	}
 	return false
