@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -134,11 +136,19 @@ func tlsProxy(t *testing.T, pki testPKI, upstream *url.URL) string {
 	rp := httputil.NewSingleHostReverseProxy(base)
 	srv := httptest.NewUnstartedServer(rp)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pki.serverCert}, MinVersion: tls.VersionTLS12}
+	// The refused handshakes of the "without the bundle" cases are expected: not logged.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
+	// fake-gcs-server builds upload session URLs from its external URL or from the request's
+	// Host (the proxy's), always with http://.
+	proxied := "http://" + strings.TrimPrefix(srv.URL, "https://")
 	rp.ModifyResponse = func(r *http.Response) error {
-		if loc := r.Header.Get("Location"); strings.HasPrefix(loc, base.String()) {
-			r.Header.Set("Location", srv.URL+strings.TrimPrefix(loc, base.String()))
+		loc := r.Header.Get("Location")
+		for _, prefix := range []string{base.String(), proxied} {
+			if strings.HasPrefix(loc, prefix) {
+				r.Header.Set("Location", srv.URL+strings.TrimPrefix(loc, prefix))
+			}
 		}
 		return nil
 	}
