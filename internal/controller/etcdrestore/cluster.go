@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -30,7 +29,7 @@ type template struct {
 func templateOf(c *etcdv1beta2.EtcdCluster) *template {
 	t := &template{Labels: c.Labels, Annotations: map[string]string{}, Spec: *c.Spec.DeepCopy()}
 	for k, v := range c.Annotations {
-		if k != corev1.LastAppliedConfigAnnotation {
+		if k != corev1.LastAppliedConfigAnnotation && k != AnnotationRestoreUID {
 			t.Annotations[k] = v
 		}
 	}
@@ -39,18 +38,10 @@ func templateOf(c *etcdv1beta2.EtcdCluster) *template {
 	return t
 }
 
-// ours reports whether c is the cluster rs made.
-func ours(c *etcdv1beta2.EtcdCluster, rs *etcdv1beta2.EtcdRestore) bool {
-	return c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil && c.Spec.Bootstrap.Restore.RestoreName == rs.Name
-}
-
-// seedName is the seed member's pod name: the first member name the etcd operator would give.
-func seedName(cluster string) string { return cluster + "-0" }
-
 // ensureCluster returns the EtcdCluster rs restores into, once it exists with rs's restore
-// bootstrap. An existing cluster of that name is replaced (its spec saved first, then deleted
-// with its pods and volumes) unless rs is a restore into a new name; a new one copies its
-// template. It returns an errWait while old members are going away.
+// bootstrap. An existing cluster of that name is replaced (its spec saved, its volumes retained,
+// and it deleted) unless rs is a restore into a new name; a new one copies its template. It returns an errWait while the
+// old cluster is going away.
 func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*etcdv1beta2.EtcdCluster, error) {
 	name := rs.Spec.EtcdCluster.Name
 	c := &etcdv1beta2.EtcdCluster{}
@@ -72,49 +63,84 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	if err != nil {
 		return nil, err
 	}
-	if err := r.waitForLeftovers(ctx, rs.Namespace, name); err != nil {
+	seed, err := r.nextMemberName(ctx, rs.Namespace, name)
+	if err != nil {
 		return nil, err
 	}
-	c = &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, Labels: tmpl.Labels, Annotations: tmpl.Annotations},
-		Spec:       tmpl.Spec,
-	}
-	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: seedName(name)}}
-	if rs.Spec.TTLSecondsAfterFinished != nil && rs.Spec.ClusterTemplate != nil {
-		// A drill's scratch cluster is disposable by declaration: deleting the drill deletes it
-		// even before the TTL. Any other restored cluster outlives its EtcdRestore.
-		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: rs.Name, UID: rs.UID}}
+	c = newCluster(rs, tmpl, name, seed)
+	if _, replaced := rs.Annotations[AnnotationClusterTemplate]; replaced {
+		// In place: the old cluster is gone, its volumes are retained; record them again in
+		// case the pass that retained them did not get to write the status.
+		if err := r.recordRetained(ctx, rs); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.Create(ctx, c); err != nil {
 		return nil, fmt.Errorf("creating EtcdCluster %s: %w", name, err)
 	}
-	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) to be seeded from the backup", name, c.Spec.Size, c.Spec.Version)
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) to be seeded from the backup by member %s", name, c.Spec.Size, c.Spec.Version, seed)
 	return c, nil
 }
 
-// replace saves c's template on rs, then deletes c; its pods and volumes go with it.
+// newCluster is the EtcdCluster rs creates from tmpl: the restore bootstrap names rs and the
+// seed member, and the restore-uid annotation ties the cluster to rs.
+func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name, seed string) *etcdv1beta2.EtcdCluster {
+	annotations := map[string]string{AnnotationRestoreUID: string(rs.UID)}
+	for k, v := range tmpl.Annotations {
+		if k != AnnotationRestoreUID {
+			annotations[k] = v
+		}
+	}
+	c := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, Labels: tmpl.Labels, Annotations: annotations},
+		Spec:       *tmpl.Spec.DeepCopy(),
+	}
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: seed}}
+	if rs.Spec.TTLSecondsAfterFinished != nil && rs.Spec.ClusterTemplate != nil {
+		// A drill's scratch cluster is disposable by declaration: deleting the drill deletes it
+		// even before the TTL. Any other restored cluster outlives its EtcdRestore.
+		c.OwnerReferences = []metav1.OwnerReference{restoreRef(rs)}
+	}
+	return c
+}
+
+// replace saves c's template on rs, retains c's volumes, then deletes
+// c; its pods go with it.
 func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
 	if _, saved := rs.Annotations[AnnotationClusterTemplate]; !saved {
-		raw, err := json.Marshal(templateOf(c))
-		if err != nil {
+		if err := r.saveTemplate(ctx, rs, templateOf(c)); err != nil {
 			return fmt.Errorf("saving the template of EtcdCluster %s: %w", c.Name, err)
 		}
-		patch := rs.DeepCopy()
-		if patch.Annotations == nil {
-			patch.Annotations = map[string]string{}
-		}
-		patch.Annotations[AnnotationClusterTemplate] = string(raw)
-		if err := r.Patch(ctx, patch, client.MergeFrom(rs)); err != nil {
-			return fmt.Errorf("saving the template of EtcdCluster %s: %w", c.Name, err)
-		}
-		rs.Annotations = patch.Annotations
-		rs.ResourceVersion = patch.ResourceVersion
 	}
-	if err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+	if err := r.retainVolumes(ctx, rs, c); err != nil {
+		return err
+	}
+	uid := c.UID
+	err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting EtcdCluster %s to replace it: %w", c.Name, err)
 	}
-	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup verified; deleted EtcdCluster %s with its members to restore it from %s", c.Name, rs.Status.BackupLocation)
-	return errWait{"deleting the old EtcdCluster " + c.Name + " and its members"}
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup verified; deleted EtcdCluster %s (its pods go with it, its %d volumes are kept until the restored cluster is verified) to restore it from %s", c.Name, len(rs.Status.RetainedVolumes), rs.Status.BackupLocation)
+	return errWait{"deleting the old EtcdCluster " + c.Name + " and its pods"}
+}
+
+// saveTemplate records tmpl on rs before the cluster it describes is deleted.
+func (r *Reconciler) saveTemplate(ctx context.Context, rs *etcdv1beta2.EtcdRestore, tmpl *template) error {
+	raw, err := json.Marshal(tmpl)
+	if err != nil {
+		return err
+	}
+	patch := rs.DeepCopy()
+	if patch.Annotations == nil {
+		patch.Annotations = map[string]string{}
+	}
+	patch.Annotations[AnnotationClusterTemplate] = string(raw)
+	if err := r.Patch(ctx, patch, client.MergeFrom(rs)); err != nil {
+		return err
+	}
+	rs.Annotations = patch.Annotations
+	rs.ResourceVersion = patch.ResourceVersion
+	return nil
 }
 
 // template returns the spec the new cluster copies: the replaced cluster's, saved on rs, or
@@ -140,22 +166,4 @@ func (r *Reconciler) template(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	t := templateOf(c)
 	t.Labels, t.Annotations = nil, nil // a scratch cluster is not the template's twin for selectors
 	return t, nil
-}
-
-// waitForLeftovers waits until no member pod or volume of an earlier cluster of this name
-// remains, so the new members' names and volumes start clean.
-func (r *Reconciler) waitForLeftovers(ctx context.Context, ns, name string) error {
-	sel := client.MatchingLabels{member.LabelApp: member.AppEtcd, member.LabelCluster: name}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(ns), sel); err != nil {
-		return fmt.Errorf("listing pods of EtcdCluster %s: %w", name, err)
-	}
-	pvcs := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, pvcs, client.InNamespace(ns), sel); err != nil {
-		return fmt.Errorf("listing volumes of EtcdCluster %s: %w", name, err)
-	}
-	if n, m := len(pods.Items), len(pvcs.Items); n+m > 0 {
-		return errWait{fmt.Sprintf("waiting for %d pods and %d volumes of the old EtcdCluster %s to be deleted", n, m, name)}
-	}
-	return nil
 }

@@ -65,12 +65,25 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	v.Passed = true
 	rs.Status.RestoredRevision = restored
 	r.succeed(rs, fmt.Sprintf("EtcdCluster %s is Available with %d members, each holding the backup's %d keys at revision %d (keyspace hash %d)", c.Name, len(names), v.Keys, v.Revision, v.Hash))
+	return r.finished(ctx, rs)
+}
+
+// finished cleans up after a finished restore: once the restored cluster is verified, the
+// replaced cluster's volumes go; a drill's scratch cluster goes when its TTL runs out.
+func (r *Reconciler) finished(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
+	if rs.Status.Succeeded && len(rs.Status.RetainedVolumes) > 0 {
+		if err := r.releaseRetained(ctx, rs); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	return r.expire(ctx, rs)
 }
 
 // expire deletes the scratch cluster of a finished restore drill once ttlSecondsAfterFinished
-// has passed. A cluster restored in place is never deleted (admission refuses the TTL there),
-// nor is a cluster this restore did not make.
+// has passed: only the cluster this restore made (checked by UID), with a UID precondition; its
+// pods and volumes, controlled by it, go with it. A cluster restored in place is never deleted
+// (admission refuses the TTL there), nor is anything a restore did not make: a drill that failed
+// before making its cluster (ClusterExists) deletes nothing.
 func (r *Reconciler) expire(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
 	ttl := rs.Spec.TTLSecondsAfterFinished
 	if ttl == nil || rs.Spec.ClusterTemplate == nil || rs.Status.ClusterDeletedTime != nil || rs.Status.CompletionTime == nil {
@@ -80,21 +93,19 @@ func (r *Reconciler) expire(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (c
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	c := &etcdv1beta2.EtcdCluster{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c)
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", rs.Spec.EtcdCluster.Name, err)
 	}
 	if err == nil && ours(c, rs) {
-		if err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		uid := c.UID
+		err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return ctrl.Result{}, fmt.Errorf("deleting scratch EtcdCluster %s: %w", c.Name, err)
 		}
 		r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterDeleted", "Deleted scratch EtcdCluster %s %ds after the restore finished", c.Name, *ttl)
 	}
-	// A seed that failed before the etcd operator adopted it is owned by this restore only.
-	seed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: seedName(rs.Spec.EtcdCluster.Name)}}
-	if err := r.Delete(ctx, seed); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("deleting seed pod %s: %w", seed.Name, err)
-	}
+	// Set even when there was nothing of this restore's to delete: the TTL has run its course.
 	now := metav1.NewTime(r.now())
 	rs.Status.ClusterDeletedTime = &now
 	return ctrl.Result{}, nil

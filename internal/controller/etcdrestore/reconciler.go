@@ -31,6 +31,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups;etcdbackupschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
@@ -139,9 +140,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // step does the one thing rs needs next and says when to look again.
 func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	if finished(rs) {
-		return r.expire(ctx, rs)
+		return r.finished(ctx, rs)
 	}
 	if rs.Status.StartTime == nil {
 		now := metav1.NewTime(r.now())
@@ -151,7 +151,11 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	if deadline := rs.Status.StartTime.Add(restoreTimeout(rs.Status.BackupSize)); r.now().After(deadline) {
-		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs)))
+		// A seed still fetching or crash-looping would retry forever: stop it.
+		if err := r.stopOwnSeed(ctx, rs); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs))+r.leftBehind(ctx, rs))
 		return ctrl.Result{}, nil
 	}
 
@@ -167,6 +171,12 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	default:
 		res, err = r.complete(ctx, rs)
 	}
+	return r.outcome(ctx, rs, res, err)
+}
+
+// outcome turns what a step returned into status and a requeue: a wait, a terminal or a
+// transient failure.
+func (r *Reconciler) outcome(ctx context.Context, rs *etcdv1beta2.EtcdRestore, res ctrl.Result, err error) (ctrl.Result, error) {
 	if err == nil {
 		return res, nil
 	}
@@ -176,10 +186,10 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	}
 	if re, ok := errors.AsType[*reasonError](err); ok {
 		if !re.transient {
-			r.fail(rs, re.reason, re.Error())
+			r.fail(rs, re.reason, re.Error()+r.leftBehind(ctx, rs))
 			return ctrl.Result{}, nil
 		}
-		log.Info("Retrying after a transient failure", "reason", re.reason, "error", re.Error())
+		ctrl.LoggerFrom(ctx).Info("Retrying after a transient failure", "reason", re.reason, "error", re.Error())
 		r.progress(rs, rs.Status.Phase, "retrying: "+re.Error())
 		r.Recorder.Event(rs, corev1.EventTypeWarning, re.reason, re.Error())
 		return ctrl.Result{RequeueAfter: requeueBackoff}, nil

@@ -187,9 +187,7 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	if pod.Labels[member.LabelCluster] != "prod" || pod.Labels[LabelRestore] != "prod" || pod.Spec.Subdomain != "prod" {
 		t.Errorf("seed identity: labels %v subdomain %s", pod.Labels, pod.Spec.Subdomain)
 	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		t.Errorf("seed has a controller %v: the etcd operator could not adopt it", ref)
-	}
+	onlyControlledBy(t, "seed pod", pod, c)
 
 	// The kubelet's part: the restore step finished, etcd runs and is ready.
 	const rev, hash = 201, 12345

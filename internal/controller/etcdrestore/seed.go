@@ -3,14 +3,11 @@ package etcdrestore
 import (
 	"context"
 	"fmt"
-	"path"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,20 +16,10 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// Names and paths in the seed pod.
-const (
-	initInstall     = "install-restore-agent"
-	initRestore     = "restore"
-	agentVolume     = "restore-agent"
-	agentDir        = "/restore-agent"
-	credsVolume     = "restore-credentials"
-	credsDir        = "/etc/etcd-restore/credentials"
-	reasonSeedReady = "SeedRunning"
-)
-
 // seed makes sure the cluster exists, creates the seed member's pod, and waits until it runs on
 // the restored data; then it records the seed's keyspace hash, the reference every member is
-// checked against later.
+// checked against later. A pod at the seed's name that this restore did not create is never
+// taken for the seed.
 func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
 	c, err := r.ensureCluster(ctx, rs)
 	if err != nil {
@@ -52,6 +39,9 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting seed pod %s: %w", name, err)
 	}
+	if !seedOf(pod, rs, c) {
+		return ctrl.Result{}, seedConflict("pod", pod)
+	}
 
 	res, done, waiting := seedResult(pod)
 	switch {
@@ -61,10 +51,10 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 			return ctrl.Result{RequeueAfter: requeueBackoff}, nil
 		}
 		// The kubelet would retry forever: stop the pod and say what is left.
-		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting failed seed pod %s: %w", name, err)
+		if err := r.stopSeed(ctx, rs, c, pod); err != nil {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, failure(res.Reason, "seed member %s could not restore the backup: %s. EtcdCluster %s was created for the restore and has no running member; fix the cause and create a new EtcdRestore", name, res.Message, c.Name)
+		return ctrl.Result{}, failure(res.Reason, "seed member %s could not restore the backup: %s", name, res.Message)
 	case !done:
 		msg := "seed pod " + name + " is fetching, verifying and restoring the backup"
 		if waiting != "" {
@@ -88,31 +78,52 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "seed member "+name+" restored the backup and is starting etcd")
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
-	if rs.Status.Verification == nil || rs.Status.Verification.Revision == 0 {
-		return ctrl.Result{}, failure(etcdv1beta2.ReasonSeedFailed, "seed member %s runs but its restore step reported no revision", name)
-	}
+	return r.checkSeed(ctx, rs, c, name)
+}
+
+// checkSeed reads the running seed's keyspace hash and key count at the backup's revision.
+func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string) (ctrl.Result, error) {
 	tlsCfg, err := r.clientTLS(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, rs.Status.Verification.Revision)
+	if rs.Status.Verification == nil {
+		rs.Status.Verification = &etcdv1beta2.RestoreVerification{}
+	}
+	v := rs.Status.Verification
+	rev := v.Revision
+	if rev == 0 {
+		// The restore step could not tell the revision offline: a snapshot of an empty
+		// keyspace holds no key revision (etcdutl snapshot status says 0), and an etcdutl
+		// without hashkv cannot read it from the data. The seed, alone in its cluster, says.
+		st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, 0)
+		if err != nil {
+			r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
+			return ctrl.Result{RequeueAfter: requeueWait}, nil
+		}
+		if st.Revision < rs.Status.BackupRevision {
+			return ctrl.Result{}, failure(etcdv1beta2.ReasonRevisionMismatch, "seed member %s is at revision %d, below the backup's %d", name, st.Revision, rs.Status.BackupRevision)
+		}
+		rev = st.Revision
+	}
+	st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, rev)
 	if err != nil {
 		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
-	v := rs.Status.Verification
-	v.Hash, v.Keys = int64(st.Hash), st.Keys
+	v.Revision, v.Hash, v.Keys = rev, int64(st.Hash), st.Keys
 	if v.SnapshotHash != 0 && v.SnapshotHash != v.Hash {
 		return ctrl.Result{}, failure(etcdv1beta2.ReasonVerificationFailed, "seed member %s serves keyspace hash %d at revision %d, but etcdutl computed %d from the restored data", name, v.Hash, v.Revision, v.SnapshotHash)
 	}
 	msg := fmt.Sprintf("seed member %s runs on the restored data: %d keys at revision %d, keyspace hash %d", name, v.Keys, v.Revision, v.Hash)
 	r.setCondition(rs, etcdv1beta2.RestoreConditionSeeded, metav1.ConditionTrue, reasonSeedReady, msg)
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "Seeded", msg)
-	r.progress(rs, etcdv1beta2.RestorePhaseGrowing, "waiting for the etcd operator to adopt the seed and grow the cluster")
+	r.progress(rs, etcdv1beta2.RestorePhaseGrowing, "waiting for the etcd operator to grow the cluster from the seed")
 	return ctrl.Result{RequeueAfter: requeueStep}, nil
 }
 
-// createSeed creates the seed member's volume (if the cluster uses volumes) and pod.
+// createSeed creates the seed member's volume (if the cluster uses volumes) and pod, controlled
+// by c. An object already at the seed's name is fine only if it is this restore's seed.
 func (r *Reconciler) createSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string) error {
 	if r.AgentImage == "" {
 		return failure(etcdv1beta2.ReasonSeedFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
@@ -121,134 +132,71 @@ func (r *Reconciler) createSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 	if err != nil {
 		return err
 	}
-	owner := metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: rs.Name, UID: rs.UID}
-	if c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil {
-		pvc := member.NewPVC(c, name)
-		pvc.Labels[LabelRestore] = rs.Name
-		pvc.OwnerReferences = []metav1.OwnerReference{owner}
-		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating seed volume %s: %w", name, err)
+	if pvc := seedPVC(rs, c, name); pvc != nil {
+		if err := r.createOwn(ctx, rs, c, pvc, &corev1.PersistentVolumeClaim{}, "volume"); err != nil {
+			return err
 		}
 	}
-	pod := r.seedPod(rs, c, name, src)
-	// Not a controller reference: the etcd operator adopts the seed as its controller. This
-	// one lets the garbage collector remove a seed that was never adopted with its EtcdRestore.
-	pod.OwnerReferences = []metav1.OwnerReference{owner}
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating seed pod %s: %w", name, err)
+	if err := r.createOwn(ctx, rs, c, r.seedPod(rs, c, name, src), &corev1.Pod{}, "pod"); err != nil {
+		return err
 	}
 	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "SeedCreated", "Created seed member %s to restore %s", name, rs.Status.BackupLocation)
 	return nil
 }
 
-// seedPod is the member pod the etcd operator would make for the cluster's first member, plus
-// the two init containers that restore its data dir from the backup.
-func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string, src *source) *corev1.Pod {
-	peer := member.PeerURL(c, name)
-	pod := member.NewPod(c, name, c.Spec.Version, "new", name+"="+peer)
-	pod.Labels[LabelRestore] = rs.Name
-	etcd := pod.Spec.Containers[0]
-
-	endpoint, pathStyle := src.endpoint()
-	args := []string{
-		restoreseed.Command, "restore",
-		"--storage-type=" + string(src.spec.StorageType),
-		"--bucket=" + src.bucket,
-		"--key=" + src.key,
-		"--size=" + strconv.FormatInt(rs.Status.BackupSize, 10),
-		"--sha256=" + rs.Status.BackupSHA256,
-		"--data-dir=" + member.DataDir,
-		"--name=" + name,
-		"--initial-cluster=" + name + "=" + peer,
-		"--initial-cluster-token=" + string(c.UID),
-		"--initial-advertise-peer-urls=" + peer,
-		"--timeout=" + restoreTimeout(rs.Status.BackupSize).String(),
+// createOwn creates obj; if something already stands at its name, it must be rs's seed (read
+// live into existing), or the restore fails with SeedConflict.
+func (r *Reconciler) createOwn(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, obj, existing client.Object, kind string) error {
+	err := r.Create(ctx, obj)
+	if err == nil {
+		return nil
 	}
-	if endpoint != "" {
-		args = append(args, "--endpoint="+endpoint)
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating seed %s %s: %w", kind, obj.GetName(), err)
 	}
-	if pathStyle {
-		args = append(args, "--force-path-style")
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return fmt.Errorf("getting seed %s %s: %w", kind, obj.GetName(), err)
 	}
-	mounts := []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}}
-	mounts = append(mounts, etcd.VolumeMounts[0]) // the data volume, at /var/etcd
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	if secret := src.secretName(); secret != "" {
-		args = append(args, "--secret-dir="+credsDir)
-		mounts = append(mounts, corev1.VolumeMount{Name: credsVolume, MountPath: credsDir, ReadOnly: true})
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: credsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}})
+	if !seedOf(existing, rs, c) {
+		return seedConflict(kind, existing)
 	}
-	locked := &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
-	pod.Spec.InitContainers = []corev1.Container{
-		{
-			Name:            initInstall,
-			Image:           r.AgentImage,
-			ImagePullPolicy: corev1.PullIfNotPresent,
-			Command:         []string{"/usr/local/bin/restore-operator", restoreseed.Command, "install", agentDir},
-			VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}},
-			SecurityContext: locked,
-		},
-		{
-			// The etcd image itself, so that etcdutl matches the etcd that will run the data.
-			Name:                     initRestore,
-			Image:                    etcd.Image,
-			ImagePullPolicy:          etcd.ImagePullPolicy,
-			Command:                  append([]string{path.Join(agentDir, restoreseed.AgentName)}, args...),
-			VolumeMounts:             mounts,
-			Resources:                etcd.Resources,
-			SecurityContext:          locked,
-			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		},
-	}
-	return pod
+	return nil
 }
 
-// seedResult reads the restore step's outcome from the seed pod. done is true once it
-// succeeded (now or on an earlier run); waiting says why the pod's init containers wait.
-func seedResult(p *corev1.Pod) (res *restoreseed.Result, done bool, waiting string) {
-	for _, st := range p.Status.InitContainerStatuses {
-		if w := st.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" {
-			waiting = fmt.Sprintf("%s: %s %s", st.Name, w.Reason, w.Message)
-		}
-		if st.Name != initRestore {
-			continue
-		}
-		if t := st.State.Terminated; t != nil {
-			res, _ = restoreseed.ParseResult(t.Message)
-			if t.ExitCode == 0 {
-				return res, true, ""
-			}
-			if res == nil {
-				res = &restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonSeedFailed, Message: fmt.Sprintf("exit code %d: %s", t.ExitCode, t.Message)}
-			}
-			return res, false, waiting
-		}
-		if t := st.LastTerminationState.Terminated; t != nil && t.ExitCode != 0 {
-			res, _ = restoreseed.ParseResult(t.Message)
-			if res == nil {
-				res = &restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonSeedFailed, Message: fmt.Sprintf("exit code %d: %s", t.ExitCode, t.Message)}
-			}
-			return res, false, waiting
-		}
-	}
-	// Init containers that are all done no longer report a state of their own once the pod
-	// runs: etcd's container started, so the restore step succeeded.
-	for _, st := range p.Status.ContainerStatuses {
-		if st.Name == member.ContainerName && (st.State.Running != nil || st.RestartCount > 0) {
-			return res, true, ""
-		}
-	}
-	return nil, false, waiting
+// seedConflict is the failure for an object at the seed's name that this restore did not create.
+func seedConflict(kind string, obj metav1.Object) error {
+	return failure(etcdv1beta2.ReasonSeedConflict, "a %s named %s already stands at the seed member's name, and this restore did not create it (%s): it is not the seed, and nothing was deleted", kind, obj.GetName(), describeOwner(obj))
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
+// stopSeed deletes pod, the seed rs created for c, so the kubelet stops retrying it: only after
+// checking it is that seed, and with a UID precondition.
+func (r *Reconciler) stopSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) error {
+	if !seedOf(pod, rs, c) || pod.DeletionTimestamp != nil {
+		return nil
 	}
-	return false
+	uid := pod.UID
+	if err := r.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting seed pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// stopOwnSeed stops rs's seed pod if it has not come up on the restored data yet (a timed-out
+// restore must not leave it retrying). A seed that runs is a member of the cluster and stays.
+func (r *Reconciler) stopOwnSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) error {
+	if rs.Status.SeedMember == "" || isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionSeeded) {
+		return nil
+	}
+	c := &etcdv1beta2.EtcdCluster{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !ours(c, rs) {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: c.Spec.Bootstrap.Restore.SeedMember}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return r.stopSeed(ctx, rs, c, pod)
 }

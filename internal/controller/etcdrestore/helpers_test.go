@@ -1,0 +1,139 @@
+package etcdrestore
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcd-operator/etcd-operator/internal/member"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// pvcCluster is a cluster whose members run on PersistentVolumeClaims.
+func pvcCluster(ns, name string, size int32) *etcdv1beta2.EtcdCluster {
+	c := cluster(ns, name, size)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	return c
+}
+
+// controllerRef is the reference the etcd operator sets on what c controls.
+func controllerRef(c *etcdv1beta2.EtcdCluster) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: c.Name, UID: c.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+}
+
+// memberPVC creates the volume of member name of c, controlled by c, as the etcd operator does.
+func memberPVC(t *testing.T, c *etcdv1beta2.EtcdCluster, name string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	pvc := member.NewPVC(c, name)
+	pvc.OwnerReferences = []metav1.OwnerReference{controllerRef(c)}
+	create(t, pvc)
+	return pvc
+}
+
+// memberPod creates the pod of member name of c, controlled by c.
+func memberPod(t *testing.T, c *etcdv1beta2.EtcdCluster, name string) *corev1.Pod {
+	t.Helper()
+	pod := member.NewPod(c, name, c.Spec.Version, "new", name+"="+member.PeerURL(c, name))
+	pod.OwnerReferences = []metav1.OwnerReference{controllerRef(c)}
+	create(t, pod)
+	return pod
+}
+
+// playGC waits until the old cluster (uid) is being deleted, removes the foreground-deletion
+// finalizer (envtest runs no garbage collector), and returns the cluster the restore makes next.
+func playGC(t *testing.T, ns, name string, uid types.UID) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	var c *etcdv1beta2.EtcdCluster
+	eventually(t, "old cluster "+name+" replaced", func() (bool, string) {
+		var err error
+		c, err = getCluster(t, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if c.UID == uid && c.DeletionTimestamp != nil {
+			c.Finalizers = nil
+			_ = k8s.Update(t.Context(), c)
+			return false, "finalizer removed"
+		}
+		return c.UID != uid, "uid " + string(c.UID)
+	})
+	return c
+}
+
+func getPod(t *testing.T, ns, name string) (*corev1.Pod, error) {
+	p := &corev1.Pod{}
+	return p, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, p)
+}
+
+func getPVC(t *testing.T, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	p := &corev1.PersistentVolumeClaim{}
+	return p, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, p)
+}
+
+// waitPod waits for pod name to exist.
+func waitPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	eventually(t, "pod "+name, func() (bool, string) {
+		var err error
+		pod, err = getPod(t, ns, name)
+		return err == nil, fmt.Sprint(err)
+	})
+	return pod
+}
+
+// seedRuns plays the kubelet: the seed's restore step exited 0 with result, etcd is ready.
+func seedRuns(t *testing.T, pod *corev1.Pod, result string) {
+	t.Helper()
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: result}}}}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedFails plays the kubelet: the seed's restore step exited 1 with result.
+func seedFails(t *testing.T, pod *corev1.Pod, result string) {
+	t.Helper()
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: result}}}}
+	if err := k8s.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// grown plays the etcd operator: c is Available with the members ready.
+func grown(t *testing.T, c *etcdv1beta2.EtcdCluster, ready ...string) {
+	t.Helper()
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
+	c.Status.Members.Ready = ready
+	c.Status.ReadyMembers = int32(len(ready)) //nolint:gosec // a few members
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onlyControlledBy fails unless obj's only owner reference is c as controller, blocking deletion.
+func onlyControlledBy(t *testing.T, what string, obj metav1.Object, c *etcdv1beta2.EtcdCluster) {
+	t.Helper()
+	refs := obj.GetOwnerReferences()
+	if len(refs) != 1 {
+		t.Fatalf("%s owner references %+v, want only its EtcdCluster", what, refs)
+	}
+	ref := refs[0]
+	if ref.Kind != "EtcdCluster" || ref.Name != c.Name || ref.UID != c.UID || !ptr.Deref(ref.Controller, false) || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+		t.Fatalf("%s owner reference %+v, want controller EtcdCluster %s (UID %s) blocking deletion", what, ref, c.Name, c.UID)
+	}
+}
+
+// gone reports whether obj was deleted (envtest keeps a PVC with its protection finalizer).
+func gone(err error, obj metav1.Object) bool {
+	return err != nil || obj.GetDeletionTimestamp() != nil
+}

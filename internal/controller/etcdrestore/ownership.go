@@ -1,0 +1,86 @@
+package etcdrestore
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// Annotations of the ownership contract between the restore and etcd operators
+// (docs/safety.md).
+const (
+	// AnnotationRestoreUID is set on the seed pod and volume and on the EtcdCluster a restore
+	// creates: the UID of that EtcdRestore. A seed is the restore's only if it carries it.
+	AnnotationRestoreUID = "etcd.database.coreos.com/restore-uid"
+	// AnnotationRetainedBy is set on a volume of a cluster replaced in place: the name of the
+	// EtcdRestore that keeps it until the restored cluster is verified.
+	AnnotationRetainedBy = "etcd.database.coreos.com/retained-by"
+)
+
+// clusterRef is the controller reference of an object that belongs to cluster c: the seed pod
+// and volume are members of the cluster from the start, never of the EtcdRestore.
+func clusterRef(c *etcdv1beta2.EtcdCluster) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: c.Name, UID: c.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// restoreRef is a (non-controller) owner reference to rs.
+func restoreRef(rs *etcdv1beta2.EtcdRestore) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: rs.Name, UID: rs.UID}
+}
+
+// controlledBy reports whether obj's controller is the object with uid.
+func controlledBy(obj metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == uid
+}
+
+// ownedBy reports whether obj has an owner reference (controller or not) to uid.
+func ownedBy(obj metav1.Object, uid types.UID) bool {
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid })
+}
+
+// seedOf reports whether obj (the pod or volume at the seed's name) is the seed rs created for
+// c: it carries rs's UID and c controls it. A seed made by the previous release (owned by the
+// EtcdRestore, labelled with its name, adopted by c or not yet) counts too, so a restore in
+// flight across an upgrade continues.
+func seedOf(obj metav1.Object, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) bool {
+	if uid, ok := obj.GetAnnotations()[AnnotationRestoreUID]; ok {
+		return uid == string(rs.UID) && controlledBy(obj, c.UID)
+	}
+	legacy := obj.GetLabels()[LabelRestore] == rs.Name && ownedBy(obj, rs.UID)
+	return legacy && (metav1.GetControllerOf(obj) == nil || controlledBy(obj, c.UID))
+}
+
+// ours reports whether c is the cluster rs made: it names rs in its restore bootstrap and
+// carries rs's UID. A cluster of the previous release (no UID annotation) is rs's if it was
+// made no earlier than rs: an EtcdRestore deleted and re-created under the same name never
+// takes its predecessor's cluster for its own.
+func ours(c *etcdv1beta2.EtcdCluster, rs *etcdv1beta2.EtcdRestore) bool {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Spec.Bootstrap.Restore.RestoreName != rs.Name {
+		return false
+	}
+	if uid, ok := c.Annotations[AnnotationRestoreUID]; ok {
+		return uid == string(rs.UID)
+	}
+	return !c.CreationTimestamp.Before(&rs.CreationTimestamp)
+}
+
+// describeOwner says who controls obj, for messages.
+func describeOwner(obj metav1.Object) string {
+	ref := metav1.GetControllerOf(obj)
+	uid := obj.GetAnnotations()[AnnotationRestoreUID]
+	switch {
+	case ref == nil && uid == "":
+		return "no controller and no restore UID"
+	case ref == nil:
+		return "no controller, restore UID " + uid
+	}
+	return ref.Kind + " " + ref.Name + " (UID " + string(ref.UID) + ") as controller"
+}

@@ -1,0 +1,130 @@
+package etcdrestore
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-operator/etcd-operator/internal/member"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// TestInPlaceRestoreOwnership: the seed pod and volume belong to the restored EtcdCluster alone
+// (so deleting the finished EtcdRestore deletes no member), the seed's name is above every pod
+// or volume of the cluster's name, and the old cluster's volumes are handed to the EtcdRestore
+// before the old cluster is deleted, kept while the restore runs, and deleted once the restored
+// cluster is verified. envtest runs no garbage collector: the test reads owner references.
+func TestInPlaceRestoreOwnership(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	old := pvcCluster(ns, "prod", 3)
+	create(t, old)
+	for i := range 3 {
+		memberPVC(t, old, fmt.Sprintf("prod-%d", i))
+	}
+	// A stranger's pod with the cluster's labels: never touched, and the seed goes above it.
+	stray := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-7", Labels: map[string]string{member.LabelApp: member.AppEtcd, member.LabelCluster: "prod"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}},
+	}
+	create(t, stray)
+	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
+
+	// When the old cluster is deleted, its volumes already belong to the EtcdRestore.
+	var rs *etcdv1beta2.EtcdRestore
+	eventually(t, "old cluster deleted", func() (bool, string) {
+		c, err := getCluster(t, ns, "prod")
+		return err == nil && c.DeletionTimestamp != nil, fmt.Sprint(err)
+	})
+	rs = getRestore(t, ns, "prod")
+	for i := range 3 {
+		pvc, err := getPVC(t, ns, fmt.Sprintf("prod-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if metav1.GetControllerOf(pvc) != nil || !ownedBy(pvc, rs.UID) || pvc.Annotations[AnnotationRetainedBy] != "prod" || pvc.Labels[member.LabelCluster] != "prod" {
+			t.Fatalf("volume %s not retained before the old cluster was deleted: owners %+v annotations %v labels %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations, pvc.Labels)
+		}
+	}
+	c := playGC(t, ns, "prod", old.UID)
+	if got := c.Spec.Bootstrap.Restore.SeedMember; got != "prod-8" {
+		t.Fatalf("seed member %s, want prod-8: above prod-0..2 (retained) and prod-7 (a stranger's)", got)
+	}
+	if c.Annotations[AnnotationRestoreUID] != string(rs.UID) {
+		t.Errorf("restored cluster annotations %v lack the restore's UID", c.Annotations)
+	}
+
+	pod := waitPod(t, ns, "prod-8")
+	pvc, err := getPVC(t, ns, "prod-8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, obj := range map[string]metav1.Object{"seed pod": pod, "seed volume": pvc} {
+		onlyControlledBy(t, what, obj, c)
+		if obj.GetLabels()[LabelRestore] != "prod" || obj.GetAnnotations()[AnnotationRestoreUID] != string(rs.UID) {
+			t.Errorf("%s labels %v annotations %v: want the restore's name and UID", what, obj.GetLabels(), obj.GetAnnotations())
+		}
+	}
+	rs = getRestore(t, ns, "prod")
+	if want := []string{"prod-0", "prod-1", "prod-2"}; !slices.Equal(rs.Status.RetainedVolumes, want) {
+		t.Errorf("status.retainedVolumes %v, want %v", rs.Status.RetainedVolumes, want)
+	}
+
+	const hash = 777
+	seedRuns(t, pod, fmt.Sprintf(`{"outcome":"Restored","revision":201,"hashKV":%d}`, hash))
+	for _, m := range []string{"prod-8", "prod-9", "prod-10"} {
+		members.set(member.Host(c, m), MemberState{Hash: hash, Keys: 200, Revision: 201})
+	}
+	waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
+	// Not verified yet: the old volumes stay.
+	for i := range 3 {
+		if pvc, err := getPVC(t, ns, fmt.Sprintf("prod-%d", i)); gone(err, pvc) {
+			t.Fatalf("retained volume prod-%d deleted before the restored cluster was verified", i)
+		}
+	}
+	grown(t, c, "prod-8", "prod-9", "prod-10")
+	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionComplete, "True/"+etcdv1beta2.ReasonRestoreSucceeded)
+	eventually(t, "retained volumes deleted after verification", func() (bool, string) {
+		for i := range 3 {
+			if pvc, err := getPVC(t, ns, fmt.Sprintf("prod-%d", i)); !gone(err, pvc) {
+				return false, pvc.Name + " still there"
+			}
+		}
+		return len(getRestore(t, ns, "prod").Status.RetainedVolumes) == 0, "status still lists them"
+	})
+	if p, err := getPod(t, ns, "prod-7"); gone(err, p) {
+		t.Fatalf("the stranger's pod was deleted: %v", err)
+	}
+	if p, err := getPod(t, ns, "prod-8"); gone(err, p) || metav1.GetControllerOf(p).UID != c.UID || ownedBy(p, rs.UID) {
+		t.Fatalf("seed after success: %v %+v", err, p.OwnerReferences)
+	}
+}
+
+// TestDrillCleanupDeletesNothingItDidNotMake is the first reproduction of issue 13: a drill
+// aimed by mistake at an existing cluster fails with ClusterExists, and its TTL cleanup then
+// must not delete that cluster's member pod (it used to delete <name>-0 by name).
+func TestDrillCleanupDeletesNothingItDidNotMake(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	create(t, cluster(ns, "tmpl", 1))
+	victim := cluster(ns, "victim", 1)
+	create(t, victim)
+	memberPod(t, victim, "victim-0")
+	rs := s.restore(ns, "drill", "victim", "etcd.backup")
+	rs.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
+	rs.Spec.TTLSecondsAfterFinished = new(int32)
+	create(t, rs)
+	waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonClusterExists)
+	eventually(t, "TTL ran", func() (bool, string) {
+		return getRestore(t, ns, "drill").Status.ClusterDeletedTime != nil, "clusterDeletedTime unset"
+	})
+	if p, err := getPod(t, ns, "victim-0"); gone(err, p) {
+		t.Fatalf("the drill's cleanup deleted victim-0, a member of a cluster it did not make: %v", err)
+	}
+	if c, err := getCluster(t, ns, "victim"); err != nil || c.UID != victim.UID || c.DeletionTimestamp != nil {
+		t.Fatalf("victim touched: %v", err)
+	}
+}

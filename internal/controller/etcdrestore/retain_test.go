@@ -1,0 +1,56 @@
+package etcdrestore
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// TestFailedSeedKeepsVolumesAndSaysHowToRetry: an in-place restore whose seed fails after the
+// old cluster was deleted keeps the old volumes, lists them and says how to retry; the retry
+// replaces the memberless cluster and seeds above every old name.
+func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	old := pvcCluster(ns, "prod", 3)
+	create(t, old)
+	for i := range 3 {
+		memberPVC(t, old, fmt.Sprintf("prod-%d", i))
+	}
+	create(t, s.restore(ns, "first", "prod", "etcd.backup"))
+	c := playGC(t, ns, "prod", old.UID)
+	pod := waitPod(t, ns, "prod-3")
+	seedFails(t, pod, mustJSON(t, restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}))
+	rs := waitCondition(t, ns, "first", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonInsufficientStorage)
+	for _, want := range []string{"10 MiB free", "prod-0, prod-1, prod-2", "create a new EtcdRestore with etcdCluster.name prod", AnnotationRetainedBy} {
+		if !strings.Contains(rs.Status.Reason, want) {
+			t.Errorf("failure %q lacks %q", rs.Status.Reason, want)
+		}
+	}
+	for i := range 3 {
+		if pvc, err := getPVC(t, ns, fmt.Sprintf("prod-%d", i)); gone(err, pvc) || !ownedBy(pvc, rs.UID) {
+			t.Fatalf("retained volume prod-%d not kept after the failure: %v", i, err)
+		}
+	}
+	eventually(t, "failed seed pod stopped", func() (bool, string) {
+		p, err := getPod(t, ns, "prod-3")
+		return gone(err, p), "still there"
+	})
+
+	create(t, s.restore(ns, "retry", "prod", "etcd.backup"))
+	next := playGC(t, ns, "prod", c.UID)
+	if b := next.Spec.Bootstrap.Restore; b.RestoreName != "retry" || b.SeedMember != "prod-4" {
+		t.Fatalf("retry bootstrap %+v, want restore retry seeding prod-4 (above prod-0..3)", b)
+	}
+	seed := waitPod(t, ns, "prod-4")
+	onlyControlledBy(t, "retry seed", seed, next)
+	// The failed seed's volume was the memberless cluster's: the retry keeps it until verified.
+	if pvc, err := getPVC(t, ns, "prod-3"); err != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[AnnotationRetainedBy] != "retry" {
+		t.Fatalf("volume prod-3 after the retry: %v %+v", err, pvc.ObjectMeta)
+	}
+}

@@ -1,0 +1,111 @@
+package etcdrestore
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/member"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
+)
+
+// drill is a restore of key into a new cluster copying template "tmpl".
+func (s *store) drill(ns, name, cluster, key string) *etcdv1beta2.EtcdRestore {
+	rs := s.restore(ns, name, cluster, key)
+	rs.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
+	return rs
+}
+
+// TestPodAtSeedNameIsNotTheSeed: a pod this restore did not create, standing at the seed's name
+// and looking like a seed that restored and runs, fails the restore with SeedConflict; it is
+// neither taken for the seed nor touched.
+func TestPodAtSeedNameIsNotTheSeed(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	create(t, cluster(ns, "tmpl", 1))
+	stranger := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fresh-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: member.ContainerName, Image: "x"}}},
+	}
+	create(t, stranger)
+	seedRuns(t, stranger, `{"outcome":"Restored","revision":201,"hashKV":5}`)
+	members.set(member.Host(cluster(ns, "fresh", 1), "fresh-0"), MemberState{Hash: 5, Keys: 200, Revision: 201})
+
+	create(t, s.drill(ns, "drill", "fresh", "etcd.backup"))
+	rs := waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonSeedConflict)
+	if isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionSeeded) {
+		t.Fatal("a pod the restore did not create was taken for its seed")
+	}
+	p, err := getPod(t, ns, "fresh-0")
+	if gone(err, p) || p.UID != stranger.UID || len(p.OwnerReferences) > 0 {
+		t.Fatalf("the stranger's pod was touched: %v %+v", err, p.ObjectMeta)
+	}
+}
+
+// TestTimedOutRestoreStopsItsSeed: a restore that times out while its seed is still restoring
+// deletes that seed pod, so the kubelet stops retrying it.
+func TestTimedOutRestoreStopsItsSeed(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	create(t, cluster(ns, "tmpl", 1))
+	create(t, s.drill(ns, "slow", "slowc", "etcd.backup"))
+	pod := waitPod(t, ns, "slowc-0")
+
+	rs := getRestore(t, ns, "slow")
+	patch := client.MergeFrom(rs.DeepCopy())
+	long := metav1.NewTime(time.Now().Add(-2 * restoreTimeout(rs.Status.BackupSize)))
+	rs.Status.StartTime = &long
+	if err := k8s.Status().Patch(t.Context(), rs, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, "slow", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonTimeout)
+	eventually(t, "seed pod stopped", func() (bool, string) {
+		p, err := getPod(t, ns, "slowc-0")
+		return gone(err, p) || p.UID != pod.UID, "still there"
+	})
+}
+
+// TestEmptyBackupRestores: a backup of a cluster with no keys restores. Its snapshot holds no
+// key revision, so the restore step may report none (etcdutl snapshot status says 0); the
+// seed, alone in its cluster, says which revision it serves, and every member is checked at it.
+func TestEmptyBackupRestores(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	e := snapshottest.StartEtcd(t, "")
+	if _, err := snapshot.Take(t.Context(), &snapshot.Config{
+		Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second,
+		Key: func(int64, time.Time) string { return "empty.backup" },
+	}, s.b); err != nil {
+		t.Fatal(err)
+	}
+	create(t, cluster(ns, "tmpl", 3))
+	create(t, s.drill(ns, "empty", "emptyc", "empty.backup"))
+	pod := waitPod(t, ns, "emptyc-0")
+	c, err := getCluster(t, ns, "emptyc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hash = 1084519789
+	names := []string{"emptyc-0", "emptyc-1", "emptyc-2"}
+	for _, m := range names {
+		members.set(member.Host(c, m), MemberState{Hash: hash, Keys: 0, Revision: 1})
+	}
+	seedRuns(t, pod, `{"outcome":"Restored","message":"restored 20512 bytes at revision 0"}`)
+	rs := waitCondition(t, ns, "empty", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
+	if v := rs.Status.Verification; v == nil || v.Revision != 1 || v.Keys != 0 || v.Hash != hash {
+		t.Fatalf("verification after seeding: %+v", v)
+	}
+	grown(t, c, names...)
+	rs = waitCondition(t, ns, "empty", etcdv1beta2.RestoreConditionComplete, "True/"+etcdv1beta2.ReasonRestoreSucceeded)
+	if v := rs.Status.Verification; !v.Passed || v.MembersVerified != 3 || v.Keys != 0 {
+		t.Fatalf("verification %+v", v)
+	}
+	if rs.Status.RestoredRevision != 1 {
+		t.Errorf("restored revision %d, want 1", rs.Status.RestoredRevision)
+	}
+}
