@@ -49,8 +49,9 @@ func (id Identity) Same(b Identity) bool {
 	return id.ClusterID == b.ClusterID
 }
 
-// String renders the identity for messages: <namespace>/<cluster> (cluster ID <hex>).
-func (id Identity) String() string {
+// Describe renders the identity for messages: <namespace>/<cluster> (cluster ID <hex>). (Not
+// String: KeyInfo embeds Identity, and fmt would print every KeyInfo as its identity alone.)
+func (id Identity) Describe() string {
 	if !id.Tagged() {
 		return "legacy (no cluster identity)"
 	}

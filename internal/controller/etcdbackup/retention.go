@@ -28,7 +28,7 @@ func (r *Reconciler) applyRetention(ctx context.Context, obj *etcdv1beta2.EtcdBa
 	}
 	out, err := retention.Apply(ctx, store, req)
 	if len(out.Deleted) > 0 {
-		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(out.Deleted), "prefix", store.Key, "cluster", owner.String())
+		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(out.Deleted), "prefix", store.Key, "cluster", owner.Describe())
 	}
 	if err != nil {
 		r.Recorder.Eventf(obj, "Warning", "RetentionFailed", "Deleting old backups under %s: %v", store.Key, err)
@@ -53,7 +53,7 @@ func (w *LegacyWarnings) Report(rec record.EventRecorder, obj client.Object, pre
 	}
 	others := make([]string, 0, len(d.Others))
 	for _, id := range d.Others {
-		others = append(others, id.String())
+		others = append(others, id.Describe())
 	}
 	rec.Eventf(obj, "Warning", "LegacyBackupsKept",
 		"Retention leaves %d backups without a cluster identity under %s alone (keys written before they named their cluster): "+

@@ -49,8 +49,8 @@ func (r *Reconciler) applyRetention(ctx context.Context, s *etcdv1beta2.EtcdBack
 	}
 	out, err := retention.Apply(ctx, store, req)
 	if len(out.Deleted) > 0 {
-		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(out.Deleted), "prefix", store.Key, "cluster", req.Owner.String())
-		r.Recorder.Eventf(s, "Normal", "RetentionApplied", "Deleted %d old backups of %s under %s", len(out.Deleted), req.Owner, store.Location(store.Key))
+		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(out.Deleted), "prefix", store.Key, "cluster", req.Owner.Describe())
+		r.Recorder.Eventf(s, "Normal", "RetentionApplied", "Deleted %d old backups of %s under %s", len(out.Deleted), req.Owner.Describe(), store.Location(store.Key))
 	}
 	if err != nil {
 		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Deleting old backups: %v", err)

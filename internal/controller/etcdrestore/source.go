@@ -215,7 +215,7 @@ func newestOf(rs *etcdv1beta2.EtcdRestore, prefix, where string, objs []backend.
 	}
 	found := make([]string, 0, len(others))
 	for _, id := range others {
-		found = append(found, id.String())
+		found = append(found, id.Describe())
 	}
 	return retention.Backup{}, failure(etcdv1beta2.ReasonNoSuccessfulBackup,
 		"no backup of EtcdCluster %s/%s under %s: the backups there are of other clusters: %s (backups without a cluster identity are not used while other clusters' backups share the prefix); name the object with backupSelection Exact to restore one of them",
