@@ -189,17 +189,23 @@ func TestPeriodicBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	// Rounds go on while we look: the newest object must be the one the status names after the
+	// listing (a round between reading the status and listing would otherwise look like a
+	// wrong choice).
 	var kept []retention.Backup
-	eventually(t, 10*time.Second, "retention to keep 2 backups", func() (bool, string) {
+	eventually(t, 10*time.Second, "retention to keep 2 backups, the newest in status", func() (bool, string) {
 		infos, err := store.List(t.Context(), "cluster/")
 		if err != nil {
 			return false, err.Error()
 		}
+		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "periodic"}, b); err != nil {
+			return false, err.Error()
+		}
 		kept = retention.Parse("cluster/etcd.backup", infos)
-		return len(kept) == 2 && len(infos) == 2, fmt.Sprint(infos)
+		_, _, newestKey, _ := ParseLocation(b.Status.Location)
+		return len(kept) == 2 && len(infos) == 2 && kept[0].Key == newestKey, fmt.Sprint(infos, " status ", b.Status.Location)
 	})
-	_, _, newestKey, _ := ParseLocation(b.Status.Location)
-	if kept[0].Key != newestKey || kept[0].Revision != 1007 || kept[1].Revision < 1002 {
+	if kept[0].Revision != 1007 || kept[1].Revision < 1002 {
 		t.Fatalf("kept %+v, status location %s", kept, b.Status.Location)
 	}
 	t.Logf("revisions seen: %v; kept %s and %s", revs, kept[0].Key, kept[1].Key)
