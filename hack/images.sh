@@ -193,24 +193,37 @@ main() {
     lc_ensure_packages
     lc_ctr version >/dev/null 2>&1 || die_no_containerd
   fi
-  # Concurrent runs would write the same archives and binaries: one at a time.
   mkdir -p "$IMAGES_DIR"
-  exec 9>"$IMAGES_DIR/.lock"
-  flock -w 900 9 || { log "ERROR: another hack/images.sh holds $IMAGES_DIR/.lock"; exit 1; }
-  build_tools
+  locked tools build_tools
   for w in "${what[@]}"; do
     case "$w" in
-      pause) pause_image ;;
-      etcd) etcd_image "$ETCD_VERSION" && etcd_image "$ETCD_OLD_VERSION" ;;
-      operator) operator_image ;;
-      push) push_image ;;
-      all) pause_image && etcd_image "$ETCD_VERSION" && etcd_image "$ETCD_OLD_VERSION" && operator_image ;;
+      pause) locked pause pause_image ;;
+      etcd) locked etcd etcd_image "$ETCD_VERSION" && locked etcd etcd_image "$ETCD_OLD_VERSION" ;;
+      operator) locked operator operator_image ;;
+      push) locked operator push_image ;;
+      all)
+        locked pause pause_image && locked etcd etcd_image "$ETCD_VERSION" &&
+          locked etcd etcd_image "$ETCD_OLD_VERSION" && locked operator operator_image
+        ;;
       *)
         echo "usage: $0 [all|pause|etcd|operator|push]..." >&2
         exit 2
         ;;
     esac
   done
+}
+
+# locked NAME COMMAND...: run COMMAND holding $IMAGES_DIR/.lock-NAME. Concurrent runs would write
+# the same archives and binaries, so one at a time per image; a slow operator build does not hold
+# up the pause image the local cluster waits for.
+locked() {
+  local name="$1" rc=0
+  shift
+  exec 9>"$IMAGES_DIR/.lock-$name"
+  flock -w 1800 9 || { log "ERROR: another hack/images.sh holds $IMAGES_DIR/.lock-$name"; exit 1; }
+  "$@" || rc=$?
+  exec 9>&-
+  return $rc
 }
 
 die_no_containerd() {

@@ -39,8 +39,9 @@ func templateOf(c *etcdv1beta2.EtcdCluster) *template {
 }
 
 // ensureCluster returns the EtcdCluster rs restores into, once it exists with rs's restore
-// bootstrap. An existing cluster of that name is replaced (its spec saved, its volumes retained,
-// and it deleted) unless rs is a restore into a new name; a new one copies its template. It returns an errWait while the
+// bootstrap. An existing cluster of that name is replaced (preflight checks first, then its spec
+// saved, its volumes retained, and it deleted) unless rs is a restore into a new name; a new
+// one copies its template (after the same preflight checks). It returns an errWait while the
 // old cluster is going away.
 func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*etcdv1beta2.EtcdCluster, error) {
 	name := rs.Spec.EtcdCluster.Name
@@ -74,6 +75,8 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 		if err := r.recordRetained(ctx, rs); err != nil {
 			return nil, err
 		}
+	} else if err := r.preflight(ctx, rs, c, rs.UID, seed); err != nil {
+		return nil, err
 	}
 	if err := r.Create(ctx, c); err != nil {
 		return nil, fmt.Errorf("creating EtcdCluster %s: %w", name, err)
@@ -104,11 +107,19 @@ func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name, seed string) 
 	return c
 }
 
-// replace saves c's template on rs, retains c's volumes, then deletes
+// replace runs the preflight checks, saves c's template on rs, retains c's volumes, then deletes
 // c; its pods go with it.
 func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
 	if _, saved := rs.Annotations[AnnotationClusterTemplate]; !saved {
-		if err := r.saveTemplate(ctx, rs, templateOf(c)); err != nil {
+		tmpl := templateOf(c)
+		seed, err := r.nextMemberName(ctx, rs.Namespace, c.Name)
+		if err != nil {
+			return err
+		}
+		if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, seed), c.UID, seed); err != nil {
+			return err
+		}
+		if err := r.saveTemplate(ctx, rs, tmpl); err != nil {
 			return fmt.Errorf("saving the template of EtcdCluster %s: %w", c.Name, err)
 		}
 	}
@@ -120,7 +131,7 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting EtcdCluster %s to replace it: %w", c.Name, err)
 	}
-	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup verified; deleted EtcdCluster %s (its pods go with it, its %d volumes are kept until the restored cluster is verified) to restore it from %s", c.Name, len(rs.Status.RetainedVolumes), rs.Status.BackupLocation)
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup and preflight checks passed; deleted EtcdCluster %s (its pods go with it, its %d volumes are kept until the restored cluster is verified) to restore it from %s", c.Name, len(rs.Status.RetainedVolumes), rs.Status.BackupLocation)
 	return errWait{"deleting the old EtcdCluster " + c.Name + " and its pods"}
 }
 

@@ -1,0 +1,153 @@
+package etcdrestore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// noChange ends the message of every preflight failure.
+const noChange = "; no cluster was changed"
+
+// preflight checks, before a restore deletes or creates any cluster, everything the seed will
+// need: the agent image, an etcd at least as new as the backup's, the credentials it mounts,
+// and that the API server accepts its pod and volume (a server-side dry run: Pod Security,
+// quota, admission webhooks). c is the cluster the restore would create; uid stands in for its
+// UID, which does not exist yet, in the dry run's owner reference.
+func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, uid types.UID, seed string) error {
+	if r.AgentImage == "" {
+		return failure(etcdv1beta2.ReasonPreflightFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API"+noChange)
+	}
+	if err := r.checkVersion(ctx, rs, c.Spec.Version); err != nil {
+		return err
+	}
+	src, err := pinned(rs)
+	if err != nil {
+		return err
+	}
+	if err := r.checkSecrets(ctx, rs, c, src); err != nil {
+		return err
+	}
+	dry := c.DeepCopy()
+	dry.UID = uid
+	return r.dryRunSeed(ctx, rs, dry, seed, src)
+}
+
+// checkVersion fails when the backup was taken from an etcd of a newer minor release than the
+// restored cluster will run. The backup's version is known when an EtcdBackup in the namespace
+// recorded the object restored.
+func (r *Reconciler) checkVersion(ctx context.Context, rs *etcdv1beta2.EtcdRestore, version string) error {
+	list := &etcdv1beta2.EtcdBackupList{}
+	if err := r.List(ctx, list, client.InNamespace(rs.Namespace)); err != nil {
+		return fmt.Errorf("listing EtcdBackups for the backup's etcd version: %w", err)
+	}
+	for _, b := range list.Items {
+		if b.Status.Location != rs.Status.BackupLocation || b.Status.EtcdVersion == "" {
+			continue
+		}
+		if newerMinor(b.Status.EtcdVersion, version) {
+			bMaj, bMin := majorMinor(b.Status.EtcdVersion)
+			return failure(etcdv1beta2.ReasonIncompatibleVersion, "the backup was taken from etcd %s (EtcdBackup %s) but the restored cluster would run etcd %s, an older release that cannot be trusted with a newer one's data: restore into a cluster whose version is %d.%d or newer"+noChange,
+				b.Status.EtcdVersion, b.Name, version, bMaj, bMin)
+		}
+		return nil
+	}
+	return nil
+}
+
+// newerMinor reports whether version a is of a newer major.minor release than b.
+func newerMinor(a, b string) bool {
+	aMaj, aMin := majorMinor(a)
+	bMaj, bMin := majorMinor(b)
+	return aMaj > bMaj || (aMaj == bMaj && aMin > bMin)
+}
+
+func majorMinor(v string) (int, int) {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	var out [2]int
+	for i := 0; i < len(parts) && i < 2; i++ {
+		out[i], _ = strconv.Atoi(parts[i])
+	}
+	return out[0], out[1]
+}
+
+// checkSecrets checks the Secrets the seed pod mounts: the storage credentials (they exist and
+// configure the store as the agent will) and the member TLS secrets (they exist with the files
+// etcd is started with).
+func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, src *source) error {
+	if name := src.secretName(); name != "" {
+		store, err := etcdbackup.OpenStore(ctx, r.Client, rs.Namespace, &src.spec)
+		if err != nil {
+			if etcdbackup.ErrorReason(err) == "" {
+				return err
+			}
+			return failure(etcdv1beta2.ReasonPreflightFailed, "the seed could not use the credentials Secret %s: %v"+noChange, name, err)
+		}
+		store.Close()
+	}
+	if c.Spec.TLS == nil || c.Spec.TLS.Static == nil || c.Spec.TLS.Static.Member == nil {
+		return nil
+	}
+	m := c.Spec.TLS.Static.Member
+	for _, s := range []struct {
+		name string
+		keys []string
+	}{
+		{m.PeerSecret, []string{"peer-ca.crt", "peer.crt", "peer.key"}},
+		{m.ServerSecret, []string{"server-ca.crt", "server.crt", "server.key"}},
+	} {
+		if s.name == "" {
+			continue
+		}
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: s.name}, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return failure(etcdv1beta2.ReasonPreflightFailed, "member TLS Secret %s that the seed mounts does not exist"+noChange, s.name)
+			}
+			return fmt.Errorf("getting member TLS Secret %s: %w", s.name, err)
+		}
+		for _, k := range s.keys {
+			if len(secret.Data[k]) == 0 {
+				return failure(etcdv1beta2.ReasonPreflightFailed, "member TLS Secret %s that the seed mounts has no %s"+noChange, s.name, k)
+			}
+		}
+	}
+	return nil
+}
+
+// dryRunSeed asks the API server to admit, without creating them, the seed volume and pod
+// exactly as the restore would create them.
+func (r *Reconciler) dryRunSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, seed string, src *source) error {
+	objs := []client.Object{}
+	if pvc := seedPVC(rs, c, seed); pvc != nil {
+		objs = append(objs, pvc)
+	}
+	objs = append(objs, r.seedPod(rs, c, seed, src))
+	for _, obj := range objs {
+		err := r.Create(ctx, obj, client.DryRunAll)
+		switch {
+		case err == nil:
+		case apierrors.IsAlreadyExists(err):
+			// Admission accepted it; the name is taken by an object the seed will not be
+			// mistaken for (SeedConflict when it is created, if the name is still the same).
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			kind := "pod"
+			if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+				kind = "volume"
+			}
+			return failure(etcdv1beta2.ReasonPreflightFailed, "the API server refused the seed %s %s in a dry run: %v"+noChange, kind, seed, err)
+		default:
+			return fmt.Errorf("dry run of the seed member %s: %w", seed, err)
+		}
+	}
+	return nil
+}
