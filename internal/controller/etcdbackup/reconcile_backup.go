@@ -18,7 +18,9 @@ type outcome struct {
 }
 
 // backup resolves the cluster and the store, streams one verified snapshot and, for periodic
-// backups with maxBackups, deletes the oldest of this cluster's objects under the prefix.
+// backups with maxBackups, deletes the oldest of this cluster's objects under the prefix. A
+// one-shot backup to an exact path first claims the path (see claimExactPath): on the pass that
+// claims it, backup returns errClaimed.
 func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*outcome, error) {
 	spec := &obj.Spec
 	tgt, err := resolveTarget(ctx, r.Client, obj.Namespace, spec)
@@ -30,6 +32,11 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 		return nil, err
 	}
 	defer store.Close()
+	if !spec.IsPrefixPath() {
+		if err := claimExactPath(ctx, obj, store); err != nil {
+			return nil, err
+		}
+	}
 
 	cfg := &snapshot.Config{
 		Endpoints:      tgt.endpoints,

@@ -77,9 +77,11 @@ func (r *Reconciler) now() time.Time {
 //  1. Get the EtcdBackup; gone -> done.
 //  2. A finished one-shot backup (Completed or Failed) is a record: return at once, never redo.
 //  3. Not due yet (periodic interval, or retry backoff of a one-shot) -> RequeueAfter the rest.
-//  4. Otherwise resolve endpoints and TLS, open the store, stream a verified snapshot into it,
-//     apply maxBackups retention to this cluster's backups (periodic), and record the outcome
-//     in status with one deferred merge patch; periodic backups requeue after their interval.
+//  4. Otherwise resolve endpoints and TLS, open the store (a one-shot backup to an exact path
+//     first claims the path in one pass and uploads in the next: see claimExactPath), stream a
+//     verified snapshot into it, apply maxBackups retention to this cluster's backups
+//     (periodic), and record the outcome in status with one deferred merge patch; periodic
+//     backups requeue after their interval.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	obj := &etcdv1beta2.EtcdBackup{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -106,7 +108,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	obj.Status.StartTime = &metav1.Time{Time: now}
 	res, err := r.backup(ctx, obj)
-	if err != nil {
+	switch {
+	case errors.Is(err, errClaimed):
+		return ctrl.Result{}, nil // the status patch (our own watch) starts the upload pass
+	case err != nil:
 		return r.recordFailure(obj, err, now)
 	}
 	r.recordSuccess(obj, res)

@@ -1,0 +1,44 @@
+package etcdbackup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+)
+
+// errClaimed: a one-shot backup to an exact path found no object there and recorded the path
+// as its own in status; the upload happens on the next pass, once that record is stored.
+var errClaimed = errors.New("claimed the backup's exact path")
+
+// claimExactPath guards a one-shot backup to an exact path (not a prefix) against overwriting an
+// object it did not write. The first pass checks with Stat that nothing is stored at the key and
+// records the location in status (errClaimed); only a pass that finds its own location recorded
+// uploads. So a retry after a failed status patch or after an upload whose answer was lost
+// overwrites only the backup's own object, and an object written by anyone else (another
+// backup, an older backup at a re-used path) fails the backup with ObjectExists.
+//
+// Two backups that Stat the same empty key at the same moment can still both write it: the
+// object stores offer no conditional upload through backend.Backend.
+func claimExactPath(ctx context.Context, obj *etcdv1beta2.EtcdBackup, store *Store) error {
+	loc := store.Location(store.Key)
+	if obj.Status.Location == loc {
+		return nil
+	}
+	info, err := store.Stat(ctx, store.Key)
+	switch {
+	case err == nil:
+		return terminal(etcdv1beta2.ReasonObjectExists, fmt.Errorf(
+			"%s already holds an object (%d bytes, written %s) that this EtcdBackup did not write: backups never overwrite an object; "+
+				"pick a new path, or back up under a prefix (pathType: Prefix, or an EtcdBackupSchedule) where every backup gets its own key",
+			loc, info.Size, info.ModTime.UTC().Format("2006-01-02T15:04:05Z")))
+	case backend.IsNotFound(err):
+		obj.Status.Location = loc
+		return errClaimed
+	default: // classify: InvalidCredentials on 401/403, else StorageUnreachable (retried)
+		return fmt.Errorf("%w: checking %s is free: %w", snapshot.ErrStorage, loc, err)
+	}
+}
