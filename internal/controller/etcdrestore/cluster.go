@@ -108,8 +108,14 @@ func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name, seed string) 
 }
 
 // replace runs the preflight checks, saves c's template on rs, retains c's volumes, then deletes
-// c; its pods go with it.
+// c; its pods go with it. A cluster another unfinished EtcdRestore made is never replaced.
 func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
+	if holder, err := r.restoreOf(ctx, c); err != nil || holder != nil {
+		if err != nil {
+			return err
+		}
+		return errLocked{holder: holder.Name}
+	}
 	if _, saved := rs.Annotations[AnnotationClusterTemplate]; !saved {
 		tmpl := templateOf(c)
 		seed, err := r.nextMemberName(ctx, rs.Namespace, c.Name)

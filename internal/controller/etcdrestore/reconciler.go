@@ -44,6 +44,7 @@ const (
 	requeueStep    = 2 * time.Second  // right after a change this pass made
 	requeueWait    = 5 * time.Second  // a pod starting, old pods terminating, a cluster growing
 	requeueBackoff = 30 * time.Second // a store or API error worth retrying
+	requeueLocked  = 10 * time.Second // another EtcdRestore of the same cluster goes first
 )
 
 // Reconciler reconciles EtcdRestore objects.
@@ -143,6 +144,14 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	if finished(rs) {
 		return r.finished(ctx, rs)
 	}
+	holder, err := r.lockHolder(ctx, rs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if holder != nil {
+		r.wait(rs, holder.Name)
+		return ctrl.Result{RequeueAfter: requeueLocked}, nil
+	}
 	if rs.Status.StartTime == nil {
 		now := metav1.NewTime(r.now())
 		rs.Status.StartTime = &now
@@ -159,10 +168,7 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		return ctrl.Result{}, nil
 	}
 
-	var (
-		res ctrl.Result
-		err error
-	)
+	var res ctrl.Result
 	switch {
 	case !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupVerified):
 		res, err = r.verifyBackup(ctx, rs)
@@ -174,7 +180,7 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	return r.outcome(ctx, rs, res, err)
 }
 
-// outcome turns what a step returned into status and a requeue: a wait, a terminal or a
+// outcome turns what a step returned into status and a requeue: a wait, a lock, a terminal or a
 // transient failure.
 func (r *Reconciler) outcome(ctx context.Context, rs *etcdv1beta2.EtcdRestore, res ctrl.Result, err error) (ctrl.Result, error) {
 	if err == nil {
@@ -183,6 +189,10 @@ func (r *Reconciler) outcome(ctx context.Context, rs *etcdv1beta2.EtcdRestore, r
 	if w, ok := errors.AsType[errWait](err); ok {
 		r.progress(rs, rs.Status.Phase, w.msg)
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
+	}
+	if l, ok := errors.AsType[errLocked](err); ok {
+		r.wait(rs, l.holder)
+		return ctrl.Result{RequeueAfter: requeueLocked}, nil
 	}
 	if re, ok := errors.AsType[*reasonError](err); ok {
 		if !re.transient {
