@@ -9,6 +9,7 @@ import (
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -291,5 +292,44 @@ func TestUnsupportedUpgradeChangesNothing(t *testing.T) {
 		if img := p.Spec.Containers[0].Image; img != "quay.io/coreos/etcd:v3.6.16" {
 			t.Errorf("pod %s runs %s, want the running 3.6.16", p.Name, img)
 		}
+	}
+}
+
+// TestFailedRestoreSaysHowToRetry: a cluster whose seeding EtcdRestore failed says so, with the
+// restore's reason and how to retry, instead of waiting for a seed that never comes.
+func TestFailedRestoreSaysHowToRetry(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "restorefailed")
+	c := newCluster(ns, "c", 3)
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: "r", SeedMember: "c-0"}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Spec: etcdv1beta2.RestoreSpec{
+		EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "c"}, BackupRef: &etcdv1beta2.LocalObjectReference{Name: "b"}}}
+	if err := k8s.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "WaitingForSeed", func() error {
+		if got := condition(getCluster(t, ns, "c"), "Progressing"); got != "True/WaitingForSeed" {
+			return fmt.Errorf("Progressing %s", got)
+		}
+		return nil
+	})
+	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: etcdv1beta2.RestoreConditionFailed, Status: metav1.ConditionTrue,
+		Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume is too small for the backup"})
+	if err := k8s.Status().Update(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Degraded RestoreFailed", func() error {
+		c := getCluster(t, ns, "c")
+		d := meta.FindStatusCondition(c.Status.Conditions, "Degraded")
+		if d == nil || d.Reason != etcdv1beta2.ReasonRestoreFailed || !strings.Contains(d.Message, "InsufficientStorage") || !strings.Contains(d.Message, "create a new EtcdRestore with etcdCluster.name c") {
+			return fmt.Errorf("Degraded %+v", d)
+		}
+		return nil
+	})
+	if got := podNames(t, ns); len(got) != 0 {
+		t.Fatalf("operator made pods %v for a cluster whose restore failed", got)
 	}
 }

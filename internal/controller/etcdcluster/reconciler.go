@@ -169,6 +169,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	setConditions(c, obs, act, target, upgradeErr, err, pdbErr)
+	if act.Kind == cluster.ActionWaitForSeed && err == nil {
+		err = r.setRestoreFailed(ctx, c)
+	}
 	r.warnOnFlip(before, c)
 	if errors.Is(err, errNotOwned) {
 		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
@@ -216,7 +219,7 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 		return now
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonMembershipUnverified,
-		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned); cond != nil {
+		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {
