@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
+
+// statTimeout bounds the check that an exact path is free.
+const statTimeout = time.Minute
 
 // errClaimed: a one-shot backup to an exact path found no object there and recorded the path
 // as its own in status; the upload happens on the next pass, once that record is stored.
@@ -28,6 +32,8 @@ func claimExactPath(ctx context.Context, obj *etcdv1beta2.EtcdBackup, store *Sto
 	if obj.Status.Location == loc {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, statTimeout)
+	defer cancel()
 	info, err := store.Stat(ctx, store.Key)
 	switch {
 	case err == nil:
