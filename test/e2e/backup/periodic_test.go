@@ -5,7 +5,6 @@ package backup
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
@@ -83,13 +83,12 @@ func TestPeriodicBackupAcrossRevisionDigits(t *testing.T) {
 	t.Logf("backups at revisions %v in %s; kept %v", revs, time.Since(start).Round(time.Millisecond), keys)
 }
 
-// keyRevision parses the revision of a backup object key <prefix>_<time>_v<revision>.
+// keyRevision parses the revision of a backup object key (either key format).
 func keyRevision(t testing.TB, key string) int64 {
 	t.Helper()
-	i := strings.LastIndex(key, "_v")
-	rev, err := strconv.ParseInt(key[i+2:], 10, 64)
-	if i < 0 || err != nil {
-		t.Fatalf("object key %q does not end in _v<revision>", key)
+	_, info, ok := snapshot.SplitKey(key)
+	if !ok {
+		t.Fatalf("object key %q is not a backup key", key)
 	}
-	return rev
+	return info.Revision
 }
