@@ -73,8 +73,9 @@ type RestoreSpec struct {
 	BackupSource `json:",inline"`
 
 	// backupSelection says how the block's path is read. Exact (default): path is the backup
-	// object. Newest: path is a prefix, and the newest backup this project wrote under it is
-	// restored.
+	// object. Newest: path is a prefix, and the newest backup under it of the cluster this restore
+	// names (same namespace and etcdCluster.name; for a drill, else its clusterTemplate's) is
+	// restored; other clusters' backups under the same prefix are never chosen.
 	// +kubebuilder:default=Exact
 	// +optional
 	BackupSelection BackupSelection `json:"backupSelection,omitempty"`
