@@ -23,7 +23,7 @@
 # `git describe`, HEAD and the commit date). Archives are cached under $CACHE_DIR/images keyed
 # by the sha256 of their inputs, and an import is skipped when containerd already holds that
 # archive's image under the tag, so reruns are fast. NO_IMPORT=1 only builds the archives (no
-# containerd needed); $CACHE_DIR/images/operator.path then names the operator archive.
+# containerd needed); $IMAGES_DIR/operator.path then names the operator archive.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
@@ -34,7 +34,11 @@ VERSION="${VERSION:-$(cd "$ROOT_DIR" && git describe --tags --always --dirty 2>/
 COMMIT="${COMMIT:-$(cd "$ROOT_DIR" && git rev-parse HEAD 2>/dev/null || true)}"
 BUILD_DATE="${BUILD_DATE:-$(cd "$ROOT_DIR" && TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || true)}"
 ETCD_REPOSITORY="${ETCD_REPOSITORY:-quay.io/coreos/etcd}"
-IMAGES_DIR="$CACHE_DIR/images"
+# Archives go to IMAGES_DIR (hack/release.sh and the release tests use their own, so that they
+# never replace the local cluster's); the locks always live in $CACHE_DIR/images, since the
+# binaries under $CACHE_DIR/build are shared.
+IMAGES_DIR="${IMAGES_DIR:-$CACHE_DIR/images}"
+LOCK_DIR="$CACHE_DIR/images"
 TOOLS_BIN="$CACHE_DIR/bin/tools"
 BUILDER="$TOOLS_BIN/imagebuilder"
 OPERATOR_USER=65532
@@ -193,7 +197,7 @@ main() {
     lc_ensure_packages
     lc_ctr version >/dev/null 2>&1 || die_no_containerd
   fi
-  mkdir -p "$IMAGES_DIR"
+  mkdir -p "$IMAGES_DIR" "$LOCK_DIR"
   locked tools build_tools
   for w in "${what[@]}"; do
     case "$w" in
@@ -213,14 +217,14 @@ main() {
   done
 }
 
-# locked NAME COMMAND...: run COMMAND holding $IMAGES_DIR/.lock-NAME. Concurrent runs would write
+# locked NAME COMMAND...: run COMMAND holding $LOCK_DIR/.lock-NAME. Concurrent runs would write
 # the same archives and binaries, so one at a time per image; a slow operator build does not hold
 # up the pause image the local cluster waits for.
 locked() {
   local name="$1" rc=0
   shift
-  exec 9>"$IMAGES_DIR/.lock-$name"
-  flock -w 1800 9 || { log "ERROR: another hack/images.sh holds $IMAGES_DIR/.lock-$name"; exit 1; }
+  exec 9>"$LOCK_DIR/.lock-$name"
+  flock -w 1800 9 || { log "ERROR: another hack/images.sh holds $LOCK_DIR/.lock-$name"; exit 1; }
   "$@" || rc=$?
   exec 9>&-
   return $rc

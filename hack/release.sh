@@ -23,6 +23,8 @@ IMG="${IMG:-etcd-operator:v$VERSION}"
 DIST_DIR="${DIST_DIR:-$ROOT_DIR/dist}"
 PLATFORMS="${PLATFORMS:-linux/amd64 linux/arm64}"
 export VERSION="v$VERSION" IMG PLATFORMS NO_IMPORT=1
+# Its own archive directory: the local cluster's image archives stay as they are.
+export IMAGES_DIR="$CACHE_DIR/release/images"
 CHART_VERSION="${VERSION#v}"
 
 start=$SECONDS
@@ -31,7 +33,7 @@ mkdir -p "$DIST_DIR"
 
 # The image (archive only) and the binaries in it.
 "$ROOT_DIR/hack/images.sh" operator
-archive="$(cat "$CACHE_DIR/images/operator.path")"
+archive="$(cat "$IMAGES_DIR/operator.path")"
 digest="$(sed -n 's/.* digest=\(sha256:[0-9a-f]*\).*/\1/p' "$archive.id")"
 printf '%s\n%s@%s\n' "$IMG" "${IMG%:*}" "$digest" >"$DIST_DIR/images.txt"
 
