@@ -83,8 +83,10 @@ func TestDrillNameCollisionLeavesVictimAlone(t *testing.T) {
 	f.Create(t, &etcdv1beta2.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "typo"},
 		Spec: etcdv1beta2.RestoreSpec{
-			EtcdCluster:             etcdv1beta2.EtcdClusterRef{Name: "victim"},
-			ClusterTemplate:         &etcdv1beta2.EtcdClusterRef{Name: "victim"},
+			EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "victim"},
+			// The drill was meant for victim-drill from template "prod"; the typo is the target
+			// name (admission refuses a template equal to the target, not this).
+			ClusterTemplate:         &etcdv1beta2.EtcdClusterRef{Name: "prod"},
 			BackupRef:               &etcdv1beta2.LocalObjectReference{Name: backup.Name},
 			TTLSecondsAfterFinished: ptr.To[int32](0),
 		},
