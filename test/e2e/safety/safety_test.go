@@ -26,6 +26,18 @@ import (
 
 const keys = 200
 
+// setup starts a parallel test in a new namespace with an S3 bucket and its credentials Secret
+// "creds".
+func setup(t *testing.T, base string) (*framework.Framework, string, *framework.Bucket) {
+	t.Helper()
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, base)
+	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
+	bucket.CreateSecret(t, f, ns, "creds")
+	return f, ns, bucket
+}
+
 func newCluster(ns, name string, pvc bool) *etcdv1beta2.EtcdCluster {
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: etcdv1beta2.ClusterSpec{Size: 1}}
 	if pvc {
@@ -65,11 +77,7 @@ func oneShotBackup(t *testing.T, f *framework.Framework, b *framework.Bucket, ns
 // with a live cluster fails with ClusterExists, and its cleanup after the TTL deletes nothing of
 // that cluster (it used to delete pod victim-0 by name).
 func TestDrillNameCollisionLeavesVictimAlone(t *testing.T) {
-	t.Parallel()
-	f := framework.Global(t)
-	ns := f.CreateNamespace(t, "safety-drill")
-	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
-	bucket.CreateSecret(t, f, ns, "creds")
+	f, ns, bucket := setup(t, "safety-drill")
 
 	f.Create(t, newCluster(ns, "victim", false))
 	f.WaitClusterAvailable(t, ns, "victim", 1, 3*time.Minute)
@@ -109,11 +117,7 @@ func TestDrillNameCollisionLeavesVictimAlone(t *testing.T) {
 // periodic backups (maxBackups 1) under one path prefix each keep their own newest backup; one
 // cluster's retention never deletes the other's.
 func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
-	t.Parallel()
-	f := framework.Global(t)
-	ns := f.CreateNamespace(t, "safety-retention")
-	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
-	bucket.CreateSecret(t, f, ns, "creds")
+	f, ns, bucket := setup(t, "safety-retention")
 	for _, name := range []string{"a", "b"} {
 		f.Create(t, newCluster(ns, name, false))
 	}
@@ -176,11 +180,7 @@ func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 // are owned by the EtcdCluster alone, so deleting the finished EtcdRestore deletes no member nor
 // its volume, and a second in-place restore of the same cluster completes.
 func TestInPlaceRestoreIsOwnedByTheCluster(t *testing.T) {
-	t.Parallel()
-	f := framework.Global(t)
-	ns := f.CreateNamespace(t, "safety-inplace")
-	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
-	bucket.CreateSecret(t, f, ns, "creds")
+	f, ns, bucket := setup(t, "safety-inplace")
 	f.Create(t, newCluster(ns, "demo", true))
 	f.WaitClusterAvailable(t, ns, "demo", 1, 3*time.Minute)
 	framework.PutDataset(t, f.EtcdClient(t, framework.ClientEndpoint(ns, "demo")), "/demo/", 0, keys)
@@ -272,11 +272,7 @@ func memberObjects(t *testing.T, f *framework.Framework, ns, name string) []clie
 // TestEmptyClusterBackupRestores is reproduction 4: a backup of a cluster that holds no key yet
 // restores into an empty, verified cluster.
 func TestEmptyClusterBackupRestores(t *testing.T) {
-	t.Parallel()
-	f := framework.Global(t)
-	ns := f.CreateNamespace(t, "safety-empty")
-	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
-	bucket.CreateSecret(t, f, ns, "creds")
+	f, ns, bucket := setup(t, "safety-empty")
 	f.Create(t, newCluster(ns, "empty", false))
 	f.WaitClusterAvailable(t, ns, "empty", 1, 3*time.Minute)
 	backup := oneShotBackup(t, f, bucket, ns, "empty", "empty/etcd.backup")
