@@ -31,19 +31,7 @@ func TestCABundleS3MinIO(t *testing.T) {
 		Region: "us-east-1", Secret: awsSecret(), PartSize: 5 << 20, Concurrency: 3, CABundle: pki.caPEM}
 	createS3Bucket(t, endpoint, pki.caPEM, cfg.Bucket)
 
-	t.Run("without the bundle", func(t *testing.T) {
-		noCA := cfg
-		noCA.CABundle = nil
-		wantUnknownAuthority(t, noCA)
-	})
-	t.Run("with the bundle", func(t *testing.T) {
-		b, err := New(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		backendtest.AcceptanceTest(t, b)
-	})
+	checkCABundle(t, cfg)
 }
 
 // TestCABundleGCS and TestCABundleABS put an HTTPS proxy with the test CA's certificate in
@@ -66,19 +54,7 @@ func TestCABundleGCS(t *testing.T) {
 	defer plain.Close()
 	createGCSBucket(t, env["OBJSTORE_GCS_ENDPOINT"], cfg.Bucket)
 
-	t.Run("without the bundle", func(t *testing.T) {
-		noCA := cfg
-		noCA.CABundle = nil
-		wantUnknownAuthority(t, noCA)
-	})
-	t.Run("with the bundle", func(t *testing.T) {
-		b, err := New(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		backendtest.AcceptanceTest(t, b)
-	})
+	checkCABundle(t, cfg)
 }
 
 func TestCABundleABS(t *testing.T) {
@@ -94,19 +70,7 @@ func TestCABundleABS(t *testing.T) {
 		Secret: secret, PartSize: 4 << 20, Concurrency: 3, CABundle: pki.caPEM}
 	createABSContainer(t, env["OBJSTORE_ABS_ENDPOINT"], secret, cfg.Bucket)
 
-	t.Run("without the bundle", func(t *testing.T) {
-		noCA := cfg
-		noCA.CABundle = nil
-		wantUnknownAuthority(t, noCA)
-	})
-	t.Run("with the bundle", func(t *testing.T) {
-		b, err := New(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		backendtest.AcceptanceTest(t, b)
-	})
+	checkCABundle(t, cfg)
 }
 
 // wantUnknownAuthority checks that a backend built from cfg cannot store an object because the
@@ -173,5 +137,24 @@ func createS3Bucket(t *testing.T, endpoint string, caPEM []byte, bucket string) 
 		if _, err := c.DeleteBucket(context.Background(), &awss3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			t.Errorf("deleting bucket %s: %v", bucket, err)
 		}
+	})
+}
+
+// checkCABundle: without cfg's CA bundle the store is refused for an unknown authority; with it
+// the provider passes the whole acceptance test.
+func checkCABundle(t *testing.T, cfg Config) {
+	t.Helper()
+	t.Run("without the bundle", func(t *testing.T) {
+		noCA := cfg
+		noCA.CABundle = nil
+		wantUnknownAuthority(t, noCA)
+	})
+	t.Run("with the bundle", func(t *testing.T) {
+		b, err := New(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		backendtest.AcceptanceTest(t, b)
 	})
 }
