@@ -137,3 +137,15 @@ func onlyControlledBy(t *testing.T, what string, obj metav1.Object, c *etcdv1bet
 func gone(err error, obj metav1.Object) bool {
 	return err != nil || obj.GetDeletionTimestamp() != nil
 }
+
+// pvcClusterWithVolumes creates a PVC cluster and one member volume per member
+// (<name>-0 .. <name>-<size-1>), controlled by it.
+func pvcClusterWithVolumes(t *testing.T, ns, name string, size int32) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	c := pvcCluster(ns, name, size)
+	create(t, c)
+	for i := range size {
+		memberPVC(t, c, fmt.Sprintf("%s-%d", name, i))
+	}
+	return c
+}

@@ -20,11 +20,7 @@ import (
 func TestInPlaceRestoreOwnership(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
-	old := pvcCluster(ns, "prod", 3)
-	create(t, old)
-	for i := range 3 {
-		memberPVC(t, old, fmt.Sprintf("prod-%d", i))
-	}
+	old := pvcClusterWithVolumes(t, ns, "prod", 3)
 	// A stranger's pod with the cluster's labels: never touched, and the seed goes above it.
 	stray := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-7", Labels: map[string]string{member.LabelApp: member.AppEtcd, member.LabelCluster: "prod"}},

@@ -17,11 +17,7 @@ import (
 func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
-	old := pvcCluster(ns, "prod", 3)
-	create(t, old)
-	for i := range 3 {
-		memberPVC(t, old, fmt.Sprintf("prod-%d", i))
-	}
+	old := pvcClusterWithVolumes(t, ns, "prod", 3)
 	create(t, s.restore(ns, "first", "prod", "etcd.backup"))
 	c := playGC(t, ns, "prod", old.UID)
 	pod := waitPod(t, ns, "prod-3")
