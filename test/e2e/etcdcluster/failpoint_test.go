@@ -5,10 +5,13 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
@@ -39,6 +42,23 @@ func setOperatorEnv(t testing.TB, f *framework.Framework, assignment string) {
 	if _, _, err := f.Kubectl(ctx, "-n", framework.OperatorNamespace, "rollout", "status", "deployment/etcd-operator", "--timeout=150s"); err != nil {
 		t.Fatal(err)
 	}
+	// The rollout is done when the new pod is ready, but the old one may still lead (and act on
+	// a scale) while it terminates: wait until only the new pod is left and it holds the Lease.
+	framework.Eventually(t, 2*time.Minute, "the new etcd-operator pod to lead alone", func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := f.Client.List(ctx, pods, client.InNamespace(framework.OperatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator"}); err != nil {
+			return false, err
+		}
+		if len(pods.Items) != 1 {
+			return false, fmt.Errorf("%d etcd-operator pods", len(pods.Items))
+		}
+		lease := &coordinationv1.Lease{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: framework.OperatorNamespace, Name: "etcd-operator.etcd.database.coreos.com"}, lease); err != nil {
+			return false, err
+		}
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		return strings.HasPrefix(holder, pods.Items[0].Name), fmt.Errorf("lease held by %q, pod %s", holder, pods.Items[0].Name)
+	})
 }
 
 // TestFailpointAfterMemberAdd: the operator process exits right after MemberAddAsLearner,
