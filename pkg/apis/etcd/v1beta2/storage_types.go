@@ -61,6 +61,13 @@ type S3Source struct {
 	// which most S3-compatible stores need.
 	// +optional
 	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+
+	// endpointCA is a key of a Secret in this namespace holding PEM CA certificates that the
+	// operators trust, on top of the public roots, for the endpoint's HTTPS certificate: an
+	// on-prem MinIO or Ceph RGW behind a private CA, or a TLS-inspecting proxy. The backup operator, the
+	// restore operator and the restore's seed pod all use it. Unset: the public roots only.
+	// +optional
+	EndpointCA *SecretKeySelector `json:"endpointCA,omitempty"`
 }
 
 // ABSSource says where a backup lives in Azure Blob Storage and how to reach it.
@@ -82,6 +89,13 @@ type ABSSource struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// endpointCA is a key of a Secret in this namespace holding PEM CA certificates that the
+	// operators trust, on top of the public roots, for the endpoint's HTTPS certificate: an
+	// on-prem Azure Stack Hub or Azurite behind a private CA, or a TLS-inspecting proxy. The backup operator, the
+	// restore operator and the restore's seed pod all use it. Unset: the public roots only.
+	// +optional
+	EndpointCA *SecretKeySelector `json:"endpointCA,omitempty"`
 }
 
 // GCSSource says where a backup lives in Google Cloud Storage and how to reach it.
@@ -102,6 +116,13 @@ type GCSSource struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// endpointCA is a key of a Secret in this namespace holding PEM CA certificates that the
+	// operators trust, on top of the public roots, for the endpoint's HTTPS certificate: an
+	// on-prem GCS-compatible store behind a private CA, or a TLS-inspecting proxy. The backup operator, the
+	// restore operator and the restore's seed pod all use it. Unset: the public roots only.
+	// +optional
+	EndpointCA *SecretKeySelector `json:"endpointCA,omitempty"`
 }
 
 // BackupSource holds exactly one object-store location, matching the storage type.
@@ -132,3 +153,22 @@ type LocalObjectReference struct {
 	// +required
 	Name string `json:"name"`
 }
+
+// SecretKeySelector names one key of a Secret in the same namespace.
+type SecretKeySelector struct {
+	// name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
+	// key in the Secret's data. Default: ca.crt.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:default=ca.crt
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// DefaultCAKey is the key of a SecretKeySelector for a CA bundle when none is given.
+const DefaultCAKey = "ca.crt"
