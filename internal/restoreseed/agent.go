@@ -9,13 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
-	"github.com/etcd-operator/etcd-operator/pkg/backend"
-	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 )
 
 // Command is the first argument that turns the restore-operator binary into the seed agent:
@@ -27,12 +26,10 @@ const AgentName = "etcd-restore-seed"
 
 // Options of the restore step, set by the restore operator as flags on the init container.
 type Options struct {
-	StorageType    string
-	Bucket         string
-	Key            string
-	Endpoint       string
-	ForcePathStyle bool
-	SecretDir      string
+	// Location is the verified backup object and how to reach it (storage.Location.Encode).
+	Location storage.Location
+	// SecretsDir is where the Secrets Location names are mounted (storage.PodSecrets).
+	SecretsDir     string
 	Expect         Expect
 	DataDir        string
 	Name           string
@@ -71,7 +68,7 @@ func Main(args []string) int {
 		}
 		return 0
 	case "restore":
-		o, err := parseFlags(args[1:])
+		o, err := ParseRestoreArgs(args[1:])
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -96,15 +93,14 @@ func Main(args []string) int {
 	}
 }
 
-func parseFlags(args []string) (*Options, error) {
+// ParseRestoreArgs reads the flags of `seed restore` (what the restore operator writes into the
+// seed pod) into Options.
+func ParseRestoreArgs(args []string) (*Options, error) {
 	o := &Options{}
+	var loc string
 	fs := flag.NewFlagSet("seed restore", flag.ContinueOnError)
-	fs.StringVar(&o.StorageType, "storage-type", "", "S3, ABS or GCS")
-	fs.StringVar(&o.Bucket, "bucket", "", "bucket or container")
-	fs.StringVar(&o.Key, "key", "", "object key of the backup")
-	fs.StringVar(&o.Endpoint, "endpoint", "", "custom object store endpoint")
-	fs.BoolVar(&o.ForcePathStyle, "force-path-style", false, "path-style S3 addressing")
-	fs.StringVar(&o.SecretDir, "secret-dir", "", "directory of the credentials Secret's files (coreos format); empty: ambient credentials")
+	fs.StringVar(&loc, "location", "", "the backup object and how to reach it, as the restore operator encodes it")
+	fs.StringVar(&o.SecretsDir, "secrets-dir", "", "directory where the location's Secrets are mounted, one sub-directory each")
 	fs.Int64Var(&o.Expect.Size, "size", 0, "expected object size in bytes (0: not checked)")
 	fs.StringVar(&o.Expect.SHA256, "sha256", "", "expected hex sha256 of the object (empty: not checked)")
 	fs.StringVar(&o.DataDir, "data-dir", "/var/etcd/data", "etcd data dir to create")
@@ -118,8 +114,12 @@ func parseFlags(args []string) (*Options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.StorageType == "" || o.Bucket == "" || o.Key == "" || o.Name == "" || o.InitialCluster == "" || o.PeerURL == "" {
-		return nil, errors.New("seed restore needs --storage-type, --bucket, --key, --name, --initial-cluster and --initial-advertise-peer-urls")
+	if loc == "" || o.Name == "" || o.InitialCluster == "" || o.PeerURL == "" {
+		return nil, errors.New("seed restore needs --location, --name, --initial-cluster and --initial-advertise-peer-urls")
+	}
+	var err error
+	if o.Location, err = storage.Decode(loc); err != nil {
+		return nil, fmt.Errorf("--location: %w", err)
 	}
 	return o, nil
 }
@@ -162,7 +162,7 @@ func Restore(ctx context.Context, o *Options) *Result {
 	defer cancel()
 	res, err := restore(ctx, o)
 	if err != nil {
-		res = &Result{Outcome: OutcomeFailed, Reason: Reason(err, etcdv1beta2.ReasonSeedFailed), Message: err.Error()}
+		res = &Result{Outcome: OutcomeFailed, Reason: reason.OrDefault(err, etcdv1beta2.ReasonSeedFailed), Message: err.Error()}
 		if ctx.Err() != nil {
 			res.Reason = etcdv1beta2.ReasonTimeout
 		}
@@ -194,7 +194,7 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 		return nil, err
 	}
 
-	b, err := o.openBackend(ctx)
+	b, err := storage.Open(ctx, o.Location, storage.DirSecrets{Root: o.SecretsDir})
 	if err != nil {
 		return nil, err
 	}
@@ -204,13 +204,13 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", snap, err)
 	}
-	got, err := Fetch(ctx, b, o.Key, o.Expect, f)
+	got, err := Fetch(ctx, b, o.Location.Key, o.Expect, f)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("writing %s: %w", snap, cerr)
 	}
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
-			return nil, fail(etcdv1beta2.ReasonInsufficientStorage, "data volume full while downloading the backup: %w", err)
+			return nil, reason.Errorf(etcdv1beta2.ReasonInsufficientStorage, "data volume full while downloading the backup: %w", err)
 		}
 		return nil, err
 	}
@@ -226,13 +226,13 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 	if err := run(ctx, o.Etcdutl, "snapshot", "restore", snap, "--data-dir", tmpData, "--name", o.Name,
 		"--initial-cluster", o.InitialCluster, "--initial-cluster-token", o.ClusterToken,
 		"--initial-advertise-peer-urls", o.PeerURL); err != nil {
-		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot restore: %w", err)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot restore: %w", err)
 	}
 	// Revision 0 means the snapshot holds no key revision: an empty keyspace (or one whose
 	// keys were all deleted and compacted). hashkv at revision 0 reads the data's current
 	// revision: 1 for a store that never held a key, the compaction revision otherwise.
 	if h, ok, err := hashKV(ctx, o.Etcdutl, filepath.Join(tmpData, "member", "snap", "db"), res.Revision); err != nil {
-		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl hashkv of the restored data: %w", err)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl hashkv of the restored data: %w", err)
 	} else if ok {
 		res.HashKV, res.CompactRevision = h.Hash, h.CompactRevision
 		if res.Revision == 0 {
@@ -257,46 +257,6 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 	return res, nil
 }
 
-// openBackend builds the object store client from the mounted credentials Secret.
-func (o *Options) openBackend(ctx context.Context) (backend.Backend, error) {
-	cfg := factory.Config{Type: factory.Type(o.StorageType), Bucket: o.Bucket, Endpoint: o.Endpoint, ForcePathStyle: o.ForcePathStyle}
-	if o.SecretDir != "" {
-		data, err := readSecretDir(o.SecretDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Secret = data
-	}
-	b, err := factory.New(ctx, cfg)
-	if err != nil {
-		return nil, fail(etcdv1beta2.ReasonInvalidCredentials, "configuring %s storage: %w", o.StorageType, err)
-	}
-	return b, nil
-}
-
-// readSecretDir reads a Secret volume: one file per key (the "..data" links are skipped).
-func readSecretDir(dir string) (map[string][]byte, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fail(etcdv1beta2.ReasonSecretNotFound, "reading credentials in %s: %w", dir, err)
-	}
-	data := map[string][]byte{}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "..") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			if errors.Is(err, syscall.EISDIR) {
-				continue
-			}
-			return nil, fmt.Errorf("reading credential %s: %w", e.Name(), err)
-		}
-		data[e.Name()] = b
-	}
-	return data, nil
-}
-
 // checkFreeSpace fails unless the volume of dir can hold the download, the restored database
 // and etcd's first WAL file: twice the object plus 128 MiB.
 func checkFreeSpace(dir string, size int64) error {
@@ -307,7 +267,7 @@ func checkFreeSpace(dir string, size int64) error {
 	free := int64(st.Bavail) * int64(st.Bsize) //nolint:gosec // block counts fit in int64
 	need := 2*size + 128<<20
 	if free < need {
-		return fail(etcdv1beta2.ReasonInsufficientStorage, "the data volume has %d MiB free, the restore needs about %d MiB (twice the %d-byte backup plus 128 MiB)", free>>20, need>>20, size)
+		return reason.Errorf(etcdv1beta2.ReasonInsufficientStorage, "the data volume has %d MiB free, the restore needs about %d MiB (twice the %d-byte backup plus 128 MiB)", free>>20, need>>20, size)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
@@ -44,7 +45,7 @@ func backup(t *testing.T) (string, backend.Backend, snapshot.Result) {
 
 func options(t *testing.T, bucket, key string, want Expect) *Options {
 	return &Options{
-		StorageType: string(factory.Local), Bucket: bucket, Key: key, Expect: want,
+		Location: storage.Location{Type: etcdv1beta2.BackupStorageType(factory.Local), Bucket: bucket, Key: key}, Expect: want,
 		DataDir: filepath.Join(t.TempDir(), "data"), Name: "c-0",
 		InitialCluster: "c-0=http://c-0.c.ns.svc:2380", ClusterToken: "uid", PeerURL: "http://c-0.c.ns.svc:2380",
 		Etcdutl: snapshottest.Bin(t, "etcdutl"), Timeout: time.Minute,

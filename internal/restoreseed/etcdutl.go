@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -41,11 +42,11 @@ type snapshotStatusJSON struct {
 func snapshotStatus(ctx context.Context, etcdutl, file string) (*snapshotStatusJSON, error) {
 	out, err := output(ctx, etcdutl, "snapshot", "status", file, "-w", "json")
 	if err != nil {
-		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot status: %w", err)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot status: %w", err)
 	}
 	st := &snapshotStatusJSON{}
 	if err := json.Unmarshal(out, st); err != nil {
-		return nil, fail(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot status printed %q: %w", truncate(string(out), 200), err)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot status printed %q: %w", truncate(string(out), 200), err)
 	}
 	return st, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -23,27 +24,6 @@ type Fetched struct {
 	SHA256 string
 }
 
-// Error is a failure with the EtcdRestore condition reason it maps to.
-type Error struct {
-	Reason string
-	Err    error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
-func fail(reason string, format string, args ...any) error {
-	return &Error{Reason: reason, Err: fmt.Errorf(format, args...)}
-}
-
-// Reason returns the condition reason err carries, or fallback.
-func Reason(err error, fallback string) string {
-	if e, ok := errors.AsType[*Error](err); ok {
-		return e.Reason
-	}
-	return fallback
-}
-
 // Fetch streams the object key of b into w while checking that it is a complete etcd snapshot
 // (etcd's trailing sha256 over the rest matches) and that it matches want. Errors carry a
 // reason: BackupNotFound, BackupCorrupt, or StorageUnreachable for a store that failed.
@@ -51,12 +31,12 @@ func Fetch(ctx context.Context, b backend.Backend, key string, want Expect, w io
 	rc, err := b.Get(ctx, key)
 	if err != nil {
 		if backend.IsNotFound(err) {
-			return Fetched{}, fail(etcdv1beta2.ReasonBackupNotFound, "backup object %q not found", key)
+			return Fetched{}, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "backup object %q not found", key)
 		}
 		if backend.IsPermissionDenied(err) {
-			return Fetched{}, fail(etcdv1beta2.ReasonInvalidCredentials, "the object store refused the credentials for %q: %w", key, err)
+			return Fetched{}, reason.Errorf(etcdv1beta2.ReasonInvalidCredentials, "the object store refused the credentials for %q: %w", key, err)
 		}
-		return Fetched{}, fail(etcdv1beta2.ReasonStorageUnreachable, "reading backup object %q: %w", key, err)
+		return Fetched{}, reason.Errorf(etcdv1beta2.ReasonStorageUnreachable, "reading backup object %q: %w", key, err)
 	}
 	defer rc.Close()
 	vr := snapshot.NewVerifyingReader(rc)
@@ -64,17 +44,17 @@ func Fetch(ctx context.Context, b backend.Backend, key string, want Expect, w io
 	got := Fetched{Size: vr.Size(), SHA256: vr.SHA256()}
 	switch {
 	case errors.Is(err, snapshot.ErrChecksumMismatch), errors.Is(err, snapshot.ErrTruncated):
-		return got, fail(etcdv1beta2.ReasonBackupCorrupt, "backup object %q is not a valid etcd snapshot: %w", key, err)
+		return got, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "backup object %q is not a valid etcd snapshot: %w", key, err)
 	case err != nil && ctx.Err() == nil && !isWriteError(err):
-		return got, fail(etcdv1beta2.ReasonStorageUnreachable, "reading backup object %q: %w", key, err)
+		return got, reason.Errorf(etcdv1beta2.ReasonStorageUnreachable, "reading backup object %q: %w", key, err)
 	case err != nil:
 		return got, fmt.Errorf("copying backup object %q: %w", key, err)
 	}
 	if want.Size > 0 && got.Size != want.Size {
-		return got, fail(etcdv1beta2.ReasonBackupCorrupt, "backup object %q has %d bytes, the backup recorded %d", key, got.Size, want.Size)
+		return got, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "backup object %q has %d bytes, the backup recorded %d", key, got.Size, want.Size)
 	}
 	if want.SHA256 != "" && got.SHA256 != want.SHA256 {
-		return got, fail(etcdv1beta2.ReasonBackupCorrupt, "backup object %q has sha256 %s, the backup recorded %s", key, got.SHA256, want.SHA256)
+		return got, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "backup object %q has sha256 %s, the backup recorded %s", key, got.SHA256, want.SHA256)
 	}
 	return got, nil
 }

@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
 
-func newBackup(ns, name string, endpoints []string, bucket *backuptest.Bucket, key, secret string) *etcdv1beta2.EtcdBackup {
+func newBackup(ns, name string, endpoints []string, bucket *storagetest.Bucket, key, secret string) *etcdv1beta2.EtcdBackup {
 	return &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: etcdv1beta2.BackupSpec{
@@ -30,12 +31,12 @@ func newBackup(ns, name string, endpoints []string, bucket *backuptest.Bucket, k
 // objectSHA256 reads the object a backup's status points to and returns its sha256 and size.
 func objectSHA256(t *testing.T, b *etcdv1beta2.EtcdBackup) (string, int64) {
 	t.Helper()
-	store, err := OpenStore(t.Context(), k8s, b.Namespace, &b.Spec)
+	store, err := openStore(t.Context(), k8s, b.Namespace, &b.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	_, _, key, ok := ParseLocation(b.Status.Location)
+	_, _, key, ok := storage.ParseURL(b.Status.Location)
 	if !ok {
 		t.Fatalf("location %q does not parse", b.Status.Location)
 	}
@@ -47,8 +48,8 @@ func objectSHA256(t *testing.T, b *etcdv1beta2.EtcdBackup) (string, int64) {
 func TestOneShotBackup(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/k/", 200, 1024)
-	for name, newBucket := range map[string]func(testing.TB) *backuptest.Bucket{
-		"S3": backuptest.NewS3Bucket, "GCS": backuptest.NewGCSBucket, "ABS": backuptest.NewABSContainer,
+	for name, newBucket := range map[string]func(testing.TB) *storagetest.Bucket{
+		"S3": storagetest.NewS3Bucket, "GCS": storagetest.NewGCSBucket, "ABS": storagetest.NewABSContainer,
 	} {
 		t.Run(name, func(t *testing.T) {
 			ns := namespace(t)
@@ -101,7 +102,7 @@ func TestFailures(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	cases := []struct {
 		name      string
-		mutate    func(ns string, b *etcdv1beta2.EtcdBackup, bucket *backuptest.Bucket)
+		mutate    func(ns string, b *etcdv1beta2.EtcdBackup, bucket *storagetest.Bucket)
 		reason    string
 		attempts  int32
 		noSecret  bool
@@ -110,26 +111,26 @@ func TestFailures(t *testing.T) {
 		{name: "missing secret", noSecret: true, reason: etcdv1beta2.ReasonSecretNotFound, attempts: 1},
 		{name: "wrong credentials", badSecret: true, reason: etcdv1beta2.ReasonInvalidCredentials, attempts: 1},
 		{name: "unknown cluster", reason: etcdv1beta2.ReasonClusterNotFound, attempts: 1,
-			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *backuptest.Bucket) {
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
 				b.Spec.EtcdEndpoints, b.Spec.EtcdCluster = nil, &etcdv1beta2.EtcdClusterRef{Name: "nope"}
 			}},
 		{name: "unreachable etcd", reason: etcdv1beta2.ReasonEtcdUnreachable, attempts: MaxAttempts,
-			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *backuptest.Bucket) {
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
 				b.Spec.EtcdEndpoints = []string{"http://127.0.0.1:1"}
 			}},
 		{name: "unreachable store", reason: etcdv1beta2.ReasonStorageUnreachable, attempts: MaxAttempts,
-			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *backuptest.Bucket) {
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
 				b.Spec.S3.Endpoint = "http://127.0.0.1:1"
 			}},
 		{name: "missing bucket", reason: etcdv1beta2.ReasonStorageUnreachable, attempts: MaxAttempts,
-			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, bucket *backuptest.Bucket) {
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, bucket *storagetest.Bucket) {
 				b.Spec.S3.Path = bucket.Name + "-missing/etcd.backup"
 			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
-			bucket := backuptest.NewS3Bucket(t)
+			bucket := storagetest.NewS3Bucket(t)
 			switch {
 			case tc.badSecret:
 				bad := map[string][]byte{"credentials": []byte("[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong-secret\n"), "config": bucket.Secret["config"]}
@@ -158,7 +159,7 @@ func TestPeriodicBackup(t *testing.T) {
 	cli := e.Client(t)
 	snapshottest.Put(t, cli, "/a/", 96, 16) // revision 97
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	b := newBackup(ns, "periodic", []string{e.Endpoint}, bucket, "cluster/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 2}
@@ -184,7 +185,7 @@ func TestPeriodicBackup(t *testing.T) {
 		_ = k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "periodic"}, b)
 		return b.Status.EtcdRevision == 1007, fmt.Sprint(b.Status.EtcdRevision)
 	})
-	store, err := OpenStore(t.Context(), k8s, ns, &b.Spec)
+	store, err := openStore(t.Context(), k8s, ns, &b.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestPeriodicBackup(t *testing.T) {
 			return false, err.Error()
 		}
 		kept = retention.Parse("cluster/etcd.backup", infos)
-		_, _, newestKey, _ := ParseLocation(b.Status.Location)
+		_, _, newestKey, _ := storage.ParseURL(b.Status.Location)
 		return len(kept) == 2 && len(infos) == 2 && kept[0].Key == newestKey, fmt.Sprint(infos, " status ", b.Status.Location)
 	})
 	if kept[0].Revision != 1007 || kept[1].Revision < 1002 {
@@ -240,7 +241,7 @@ func TestOneShotBackupClientTLS(t *testing.T) {
 	certs := snapshottest.NewCerts(t)
 	e := snapshottest.StartEtcdTLS(t, certs)
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "creds", bucket.Secret)
 	createSecret(t, ns, "etcd-client", certs.SecretData())
 	b := newBackup(ns, "tls", []string{e.Endpoint}, bucket, "etcd.backup", "creds")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -29,11 +30,11 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(403)), etcdv1beta2.ReasonInvalidCredentials, false},
 		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(401)), etcdv1beta2.ReasonInvalidCredentials, false},
 		{fmt.Errorf("%w: %w", snapshot.ErrStorage, httpErr(503)), etcdv1beta2.ReasonStorageUnreachable, true},
-		{terminal(etcdv1beta2.ReasonSecretNotFound, errors.New("gone")), etcdv1beta2.ReasonSecretNotFound, false},
+		{reason.New(etcdv1beta2.ReasonSecretNotFound, errors.New("gone")), etcdv1beta2.ReasonSecretNotFound, false},
 	}
 	for _, tc := range cases {
 		re := classify(tc.err)
-		if re == nil || re.reason != tc.reason || re.transient != tc.transient {
+		if re == nil || re.Reason != tc.reason || re.Transient != tc.transient {
 			t.Errorf("classify(%v) = %+v, want %s transient=%t", tc.err, re, tc.reason, tc.transient)
 		}
 	}

@@ -9,8 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
-	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 // target is the cluster a backup reads from.
@@ -30,7 +31,7 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 		cl := &etcdv1beta2.EtcdCluster{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: spec.EtcdCluster.Name}, cl); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, terminal(etcdv1beta2.ReasonClusterNotFound, fmt.Errorf("EtcdCluster %s/%s not found", ns, spec.EtcdCluster.Name))
+				return nil, reason.Errorf(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s/%s not found", ns, spec.EtcdCluster.Name)
 			}
 			return nil, fmt.Errorf("getting EtcdCluster %s/%s: %w", ns, spec.EtcdCluster.Name, err)
 		}
@@ -43,12 +44,9 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 		t.name = t.endpoints[0]
 	}
 	if tlsSecret != "" {
-		data, err := secretData(ctx, c, ns, tlsSecret)
-		if err != nil {
+		var err error
+		if t.tls, err = kubesecret.ClientTLS(ctx, c, ns, tlsSecret); err != nil {
 			return nil, err
-		}
-		if t.tls, err = snapshot.TLSConfigFromSecret(data); err != nil {
-			return nil, terminal(etcdv1beta2.ReasonInvalidCredentials, fmt.Errorf("client TLS secret %s/%s: %w", ns, tlsSecret, err))
 		}
 	}
 	return t, nil

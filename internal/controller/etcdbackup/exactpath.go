@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -27,8 +29,8 @@ var errClaimed = errors.New("claimed the backup's exact path")
 //
 // Two backups that Stat the same empty key at the same moment can still both write it: the
 // object stores offer no conditional upload through backend.Backend.
-func claimExactPath(ctx context.Context, obj *etcdv1beta2.EtcdBackup, store *Store) error {
-	loc := store.Location(store.Key)
+func claimExactPath(ctx context.Context, obj *etcdv1beta2.EtcdBackup, store *storage.Store) error {
+	loc := store.URL()
 	if obj.Status.Location == loc {
 		return nil
 	}
@@ -37,7 +39,7 @@ func claimExactPath(ctx context.Context, obj *etcdv1beta2.EtcdBackup, store *Sto
 	info, err := store.Stat(ctx, store.Key)
 	switch {
 	case err == nil:
-		return terminal(etcdv1beta2.ReasonObjectExists, fmt.Errorf(
+		return reason.New(etcdv1beta2.ReasonObjectExists, fmt.Errorf(
 			"%s already holds an object (%d bytes, written %s) that this EtcdBackup did not write: backups never overwrite an object; "+
 				"pick a new path, or back up under a prefix (pathType: Prefix, or an EtcdBackupSchedule) where every backup gets its own key",
 			loc, info.Size, info.ModTime.UTC().Format("2006-01-02T15:04:05Z")))

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/memory"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -19,7 +21,7 @@ func TestOneShotBackupNeverOverwrites(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/k/", 50, 64)
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "creds", bucket.Secret)
 
 	first := newBackup(ns, "first", []string{e.Endpoint}, bucket, "db/etcd.backup", "creds")
@@ -45,7 +47,7 @@ func TestOneShotBackupNeverOverwrites(t *testing.T) {
 // the backup with ObjectExists.
 func TestClaimExactPath(t *testing.T) {
 	ctx := t.Context()
-	store := &Store{Backend: memory.New(), Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "bk", Key: "db/etcd.backup"}
+	store := &storage.Store{Backend: memory.New(), Location: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "bk", Key: "db/etcd.backup"}}
 	obj := &etcdv1beta2.EtcdBackup{}
 	if err := claimExactPath(ctx, obj, store); !errors.Is(err, errClaimed) || obj.Status.Location != "S3://bk/db/etcd.backup" {
 		t.Fatalf("free key: %v, location %q; want claimed", err, obj.Status.Location)
@@ -58,7 +60,7 @@ func TestClaimExactPath(t *testing.T) {
 	}
 	other := &etcdv1beta2.EtcdBackup{}
 	err := claimExactPath(ctx, other, store)
-	if re, ok := errors.AsType[*reasonError](err); !ok || re.reason != etcdv1beta2.ReasonObjectExists || re.transient {
+	if re, ok := errors.AsType[*reason.Error](err); !ok || re.Reason != etcdv1beta2.ReasonObjectExists || re.Transient {
 		t.Fatalf("someone else's object: %v, want a terminal ObjectExists", err)
 	}
 	if other.Status.Location != "" {

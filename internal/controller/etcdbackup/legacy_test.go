@@ -10,16 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
 
 // putObjects writes small objects under keys into the store a backup spec names.
-func putObjects(t *testing.T, ns string, spec *etcdv1beta2.BackupSpec, keys ...string) *Store {
+func putObjects(t *testing.T, ns string, spec *etcdv1beta2.BackupSpec, keys ...string) *storage.Store {
 	t.Helper()
-	store, err := OpenStore(t.Context(), k8s, ns, spec)
+	store, err := openStore(t.Context(), k8s, ns, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func putObjects(t *testing.T, ns string, spec *etcdv1beta2.BackupSpec, keys ...s
 func TestLegacyBackupsRetained(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	b := newBackup(ns, "periodic", []string{e.Endpoint}, bucket, "old/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 3600, MaxBackups: 1}
@@ -45,7 +46,7 @@ func TestLegacyBackupsRetained(t *testing.T) {
 	store := putObjects(t, ns, &b.Spec, snapshot.ObjectKey("old/etcd.backup", 5, past), snapshot.ObjectKey("old/etcd.backup", 9, past.Add(time.Hour)))
 	create(t, b)
 	b = waitPhase(t, ns, "periodic", etcdv1beta2.BackupPhaseCompleted, 60*time.Second)
-	_, _, newest, _ := ParseLocation(b.Status.Location)
+	_, _, newest, _ := storage.ParseURL(b.Status.Location)
 	eventually(t, 10*time.Second, "legacy backups aged out", func() (bool, string) {
 		keys := listKeys(t, store, "old/")
 		return slices.Equal(keys, []string{newest}), fmt.Sprint(keys)
@@ -58,7 +59,7 @@ func TestLegacyBackupsRetained(t *testing.T) {
 func TestLegacyBackupsAmbiguous(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	b := newBackup(ns, "periodic", []string{e.Endpoint}, bucket, "mixed/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 1, MaxBackups: 1}
@@ -104,7 +105,7 @@ func TestLegacyBackupsAmbiguous(t *testing.T) {
 	}
 }
 
-func listKeys(t *testing.T, store *Store, prefix string) []string {
+func listKeys(t *testing.T, store *storage.Store, prefix string) []string {
 	t.Helper()
 	infos, err := store.List(t.Context(), prefix)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -27,7 +28,7 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	if err != nil {
 		return nil, err
 	}
-	store, err := OpenStore(ctx, r.Client, obj.Namespace, spec)
+	store, err := openStore(ctx, r.Client, obj.Namespace, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	if err != nil {
 		return nil, err
 	}
-	out := &outcome{Result: res, location: store.Location(res.Key), cluster: tgt.name}
+	out := &outcome{Result: res, location: store.URLOf(res.Key), cluster: tgt.name}
 	if spec.IsPeriodic() && spec.BackupPolicy.MaxBackups > 0 {
 		r.applyRetention(ctx, obj, store, id, res.Key)
 	}
@@ -79,11 +80,11 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 
 // classify returns the condition reason of a failed backup and whether retrying may help, or nil
 // for errors that are not about the backup (API server errors), which are returned for backoff.
-func classify(err error) *reasonError {
-	if re, ok := errors.AsType[*reasonError](err); ok {
+func classify(err error) *reason.Error {
+	if re, ok := errors.AsType[*reason.Error](err); ok {
 		return re
 	}
-	transient := func(reason string) *reasonError { return &reasonError{reason: reason, transient: true, err: err} }
+	transient := func(r string) *reason.Error { return &reason.Error{Reason: r, Transient: true, Err: err} }
 	switch {
 	case errors.Is(err, snapshot.ErrTimeout):
 		return transient(etcdv1beta2.ReasonTimeout)
@@ -94,7 +95,7 @@ func classify(err error) *reasonError {
 	case errors.Is(err, snapshot.ErrStream):
 		return transient(etcdv1beta2.ReasonSnapshotFailed)
 	case errors.Is(err, snapshot.ErrStorage) && backend.IsPermissionDenied(err):
-		return &reasonError{reason: etcdv1beta2.ReasonInvalidCredentials, err: err}
+		return &reason.Error{Reason: etcdv1beta2.ReasonInvalidCredentials, Err: err}
 	case errors.Is(err, snapshot.ErrStorage):
 		return transient(etcdv1beta2.ReasonStorageUnreachable)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -44,8 +45,8 @@ type Reconciler struct {
 	// DefaultRetryBackoff.
 	RetryBackoff time.Duration
 
-	// legacy remembers the backups told that retention kept legacy objects.
-	legacy LegacyWarnings
+	// retention deletes old backups and remembers whom it told about legacy objects.
+	retention storage.Retention
 }
 
 // Setup registers the EtcdBackup controller with the manager.

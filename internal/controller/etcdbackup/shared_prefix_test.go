@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -44,7 +45,7 @@ func clusterOf(t *testing.T, ns, name string, e *snapshottest.Etcd) uint64 {
 // backup, and at the same revision and second both wrote one object.)
 func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	ids := map[string]snapshot.Identity{}
 	for _, name := range []string{"a", "b"} {
@@ -55,7 +56,7 @@ func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 		b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 1}
 		create(t, b)
 	}
-	store, err := OpenStore(t.Context(), k8s, ns, &newBackup(ns, "", nil, bucket, "shared/etcd.backup", "aws").Spec)
+	store, err := openStore(t.Context(), k8s, ns, &newBackup(ns, "", nil, bucket, "shared/etcd.backup", "aws").Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 			if !b.Status.Succeeded {
 				continue
 			}
-			_, _, key, _ := ParseLocation(b.Status.Location)
+			_, _, key, _ := storage.ParseURL(b.Status.Location)
 			info, ok := snapshot.ParseKey("shared/etcd.backup", key)
 			if !ok || info.Identity != ids[name] || info.Revision != 21 {
 				t.Fatalf("%s's backup %s: key says %+v, want %v at revision 21", name, key, info, ids[name])
@@ -118,7 +119,7 @@ func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 // under the same prefix alone.
 func TestPeriodicBackupUnknownCluster(t *testing.T) {
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	named, bare := snapshottest.StartEtcd(t, ""), snapshottest.StartEtcd(t, "")
 	clusterOf(t, ns, "named", named)
@@ -131,7 +132,7 @@ func TestPeriodicBackupUnknownCluster(t *testing.T) {
 	b := newBackup(ns, "bare", []string{bare.Endpoint}, bucket, "p/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 1, MaxBackups: 1}
 	create(t, b)
-	store, err := OpenStore(t.Context(), k8s, ns, &b.Spec)
+	store, err := openStore(t.Context(), k8s, ns, &b.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,12 +142,12 @@ func TestPeriodicBackupUnknownCluster(t *testing.T) {
 		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "bare"}, b); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, key, _ := ParseLocation(b.Status.Location); b.Status.Succeeded {
+		if _, _, key, _ := storage.ParseURL(b.Status.Location); b.Status.Succeeded {
 			seen[key] = true
 		}
 		return len(seen) >= 3, fmt.Sprint(len(seen))
 	})
-	_, _, namedKey, _ := ParseLocation(once.Status.Location)
+	_, _, namedKey, _ := storage.ParseURL(once.Status.Location)
 	if _, err := store.Stat(t.Context(), namedKey); err != nil {
 		t.Fatalf("the named cluster's backup %s was deleted by another cluster's retention: %v", namedKey, err)
 	}

@@ -53,26 +53,26 @@ func (r *Reconciler) recordFailure(obj *etcdv1beta2.EtcdBackup, err error, now t
 	}
 	st.Succeeded = false
 	st.Reason = failureMessage(err)
-	backupFailures.WithLabelValues(re.reason).Inc()
+	backupFailures.WithLabelValues(re.Reason).Inc()
 
 	if obj.Spec.IsPeriodic() {
 		st.Phase = etcdv1beta2.BackupPhaseFailed
-		r.setConditions(obj, metav1.ConditionFalse, metav1.ConditionTrue, re.reason, st.Reason)
-		r.Recorder.Event(obj, "Warning", re.reason, st.Reason)
+		r.setConditions(obj, metav1.ConditionFalse, metav1.ConditionTrue, re.Reason, st.Reason)
+		r.Recorder.Event(obj, "Warning", re.Reason, st.Reason)
 		return ctrl.Result{RequeueAfter: r.untilDue(obj, now)}, nil
 	}
 	st.Attempts++
-	if re.transient && st.Attempts < MaxAttempts {
+	if re.Transient && st.Attempts < MaxAttempts {
 		wait := r.backoff(st.Attempts)
 		st.Phase = etcdv1beta2.BackupPhasePending
 		msg := fmt.Sprintf("Attempt %d of %d failed, retrying in %s: %s", st.Attempts, MaxAttempts, wait, st.Reason)
-		r.setConditions(obj, metav1.ConditionFalse, metav1.ConditionFalse, re.reason, msg)
-		r.Recorder.Event(obj, "Warning", re.reason, msg)
+		r.setConditions(obj, metav1.ConditionFalse, metav1.ConditionFalse, re.Reason, msg)
+		r.Recorder.Event(obj, "Warning", re.Reason, msg)
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	st.Phase = etcdv1beta2.BackupPhaseFailed
-	r.setConditions(obj, metav1.ConditionFalse, metav1.ConditionTrue, re.reason, st.Reason)
-	r.Recorder.Event(obj, "Warning", re.reason, st.Reason)
+	r.setConditions(obj, metav1.ConditionFalse, metav1.ConditionTrue, re.Reason, st.Reason)
+	r.Recorder.Event(obj, "Warning", re.Reason, st.Reason)
 	return ctrl.Result{}, nil
 }
 

@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
 
-func newSchedule(ns, name, expr string, endpoints []string, bucket *backuptest.Bucket, secret string) *etcdv1beta2.EtcdBackupSchedule {
+func newSchedule(ns, name, expr string, endpoints []string, bucket *storagetest.Bucket, secret string) *etcdv1beta2.EtcdBackupSchedule {
 	src := etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bucket/etcd.backup"}}
 	storage := etcdv1beta2.BackupStorageTypeS3
 	if bucket != nil {
@@ -52,7 +52,7 @@ func TestScheduleRunsHistoryRetention(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestScheduleRunsHistoryRetention(t *testing.T) {
 		}
 	}
 	// Retention: 3 objects in the bucket, the newest being the status location.
-	store, err := etcdbackup.OpenStore(t.Context(), k8s, ns, &s.Spec.BackupTemplate.Spec)
+	store, err := (&Reconciler{Client: k8s}).openTemplateStore(t.Context(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestScheduleRunsHistoryRetention(t *testing.T) {
 			return false, err.Error()
 		}
 		kept := retention.Parse("sched/etcd.backup", infos)
-		_, _, newest, _ := etcdbackup.ParseLocation(getSchedule(t, ns, "hourly").Status.LastSuccessfulLocation)
+		_, _, newest, _ := storage.ParseURL(getSchedule(t, ns, "hourly").Status.LastSuccessfulLocation)
 		return len(infos) == 3 && len(kept) == 3 && kept[0].Key == newest, fmt.Sprint(infos)
 	})
 

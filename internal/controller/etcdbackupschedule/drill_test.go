@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
@@ -133,7 +133,7 @@ func TestScheduledDrill(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/drill/", 100, 16)
 	ns := namespace(t)
-	bucket := backuptest.NewS3Bucket(t)
+	bucket := storagetest.NewS3Bucket(t)
 	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
 		t.Fatal(err)
 	}

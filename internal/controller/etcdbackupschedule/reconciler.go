@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -42,6 +43,8 @@ type Reconciler struct {
 	client.Client
 	Recorder record.EventRecorder
 	Options  *options.Options
+	// retention deletes old backups and remembers whom it told about legacy objects.
+	retention storage.Retention
 	// Clock tells the time; nil means the wall clock.
 	Clock Clock
 }

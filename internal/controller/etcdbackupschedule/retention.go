@@ -4,16 +4,11 @@ import (
 	"context"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
-
-// legacyWarnings sends the LegacyBackupsKept event once per schedule (and operator process).
-var legacyWarnings etcdbackup.LegacyWarnings
 
 // applyRetention deletes old backup objects under the template's path after a new successful
 // backup (one that prevSuccess, the status before this pass, did not know yet). Only backups of
@@ -33,27 +28,28 @@ func (r *Reconciler) applyRetention(ctx context.Context, s *etcdv1beta2.EtcdBack
 	if ret.MaxAge != nil {
 		policy.MaxAge = ret.MaxAge.Duration
 	}
-	store, err := etcdbackup.OpenStore(ctx, r.Client, s.Namespace, &s.Spec.BackupTemplate.Spec)
+	store, err := r.openTemplateStore(ctx, s)
 	if err != nil {
 		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Opening the backup store: %v", err)
 		return
 	}
 	defer store.Close()
 	req := retention.Request{Prefix: store.Key, Policy: policy, Now: now}
-	if _, bucket, key, ok := etcdbackup.ParseLocation(s.Status.LastSuccessfulLocation); ok && bucket == store.Bucket {
+	if _, bucket, key, ok := storage.ParseURL(s.Status.LastSuccessfulLocation); ok && bucket == store.Bucket {
 		req.Protect = key
 		// Without an identity (a key of an older operator) only legacy backups are considered.
 		if info, ok := snapshot.ParseKey(store.Key, key); ok {
 			req.Owner = info.Identity
 		}
 	}
-	out, err := retention.Apply(ctx, store, req)
-	if len(out.Deleted) > 0 {
-		ctrl.LoggerFrom(ctx).Info("Deleted old backups", "count", len(out.Deleted), "prefix", store.Key, "cluster", req.Owner.Describe())
-		r.Recorder.Eventf(s, "Normal", "RetentionApplied", "Deleted %d old backups of %s under %s", len(out.Deleted), req.Owner.Describe(), store.Location(store.Key))
-	}
+	r.retention.Apply(ctx, r.Recorder, s, store, req)
+}
+
+// openTemplateStore opens the store of the schedule's backup template.
+func (r *Reconciler) openTemplateStore(ctx context.Context, s *etcdv1beta2.EtcdBackupSchedule) (*storage.Store, error) {
+	loc, err := storage.FromSpec(&s.Spec.BackupTemplate.Spec)
 	if err != nil {
-		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Deleting old backups: %v", err)
+		return nil, err
 	}
-	legacyWarnings.Report(r.Recorder, s, store.Location(store.Key), out.Decision)
+	return storage.Open(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: s.Namespace})
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -53,7 +54,7 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	case err == nil && c.DeletionTimestamp != nil:
 		return nil, errWait{"waiting for the old EtcdCluster " + name + " to be deleted"}
 	case err == nil && rs.Spec.ClusterTemplate != nil:
-		return nil, failure(etcdv1beta2.ReasonClusterExists, "EtcdCluster %s already exists: a restore with clusterTemplate makes a new cluster and never replaces one; choose another name, or leave clusterTemplate unset to replace %s", name, name)
+		return nil, reason.Errorf(etcdv1beta2.ReasonClusterExists, "EtcdCluster %s already exists: a restore with clusterTemplate makes a new cluster and never replaces one; choose another name, or leave clusterTemplate unset to replace %s", name, name)
 	case err == nil:
 		return nil, r.replace(ctx, rs, c)
 	case !apierrors.IsNotFound(err):
@@ -166,17 +167,17 @@ func (r *Reconciler) template(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	if raw, ok := rs.Annotations[AnnotationClusterTemplate]; ok {
 		t := &template{}
 		if err := json.Unmarshal([]byte(raw), t); err != nil {
-			return nil, failure(etcdv1beta2.ReasonTemplateNotFound, "annotation %s is not a cluster template: %v", AnnotationClusterTemplate, err)
+			return nil, reason.Errorf(etcdv1beta2.ReasonTemplateNotFound, "annotation %s is not a cluster template: %v", AnnotationClusterTemplate, err)
 		}
 		return t, nil
 	}
 	if rs.Spec.ClusterTemplate == nil {
-		return nil, failure(etcdv1beta2.ReasonTemplateNotFound, "EtcdCluster %s does not exist, so it cannot be the template: set clusterTemplate to the EtcdCluster whose spec the restored cluster copies", rs.Spec.EtcdCluster.Name)
+		return nil, reason.Errorf(etcdv1beta2.ReasonTemplateNotFound, "EtcdCluster %s does not exist, so it cannot be the template: set clusterTemplate to the EtcdCluster whose spec the restored cluster copies", rs.Spec.EtcdCluster.Name)
 	}
 	c := &etcdv1beta2.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterTemplate.Name}, c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, failure(etcdv1beta2.ReasonTemplateNotFound, "clusterTemplate EtcdCluster %s not found", rs.Spec.ClusterTemplate.Name)
+			return nil, reason.Errorf(etcdv1beta2.ReasonTemplateNotFound, "clusterTemplate EtcdCluster %s not found", rs.Spec.ClusterTemplate.Name)
 		}
 		return nil, fmt.Errorf("getting clusterTemplate %s: %w", rs.Spec.ClusterTemplate.Name, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -26,12 +27,12 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	c := &etcdv1beta2.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, failure(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s was deleted during the restore", rs.Spec.EtcdCluster.Name)
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s was deleted during the restore", rs.Spec.EtcdCluster.Name)
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", rs.Spec.EtcdCluster.Name, err)
 	}
 	if !ours(c, rs) {
-		return ctrl.Result{}, failure(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s was replaced by another one during the restore", c.Name)
+		return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s was replaced by another one during the restore", c.Name)
 	}
 	ready := c.Status.Members.Ready
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) || int32(len(ready)) != c.Spec.Size || c.Status.ReadyMembers != c.Spec.Size || len(c.Status.Members.Unready) > 0 {
@@ -54,10 +55,10 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 		}
 		if st.Hash != uint32(v.Hash) || st.Keys != v.Keys { //nolint:gosec // v.Hash came from a uint32
 			v.Passed = false
-			return ctrl.Result{}, failure(etcdv1beta2.ReasonVerificationFailed, "member %s holds %d keys with keyspace hash %d at revision %d, the seed held %d keys with hash %d", name, st.Keys, st.Hash, v.Revision, v.Keys, v.Hash)
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonVerificationFailed, "member %s holds %d keys with keyspace hash %d at revision %d, the seed held %d keys with hash %d", name, st.Keys, st.Hash, v.Revision, v.Keys, v.Hash)
 		}
 		if st.Revision < v.Revision {
-			return ctrl.Result{}, failure(etcdv1beta2.ReasonRevisionMismatch, "member %s is at revision %d, below the backup's %d", name, st.Revision, v.Revision)
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "member %s is at revision %d, below the backup's %d", name, st.Revision, v.Revision)
 		}
 		restored = max(restored, st.Revision)
 	}

@@ -8,11 +8,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
-	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 // MemberState is what one member reports about the keyspace at a revision.
@@ -56,18 +55,11 @@ func checkMember(ctx context.Context, endpoint string, tlsCfg *tls.Config, rev i
 }
 
 // clientTLS is the client TLS configuration for c: its operator secret, or nil for plain http.
+// A missing Secret is retried until the restore's deadline (it may be created late).
 func (r *Reconciler) clientTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*tls.Config, error) {
-	if !c.Spec.TLS.IsSecureClient() {
-		return nil, nil
+	cfg, err := kubesecret.OperatorTLS(ctx, r.Client, c)
+	if reason.Of(err) == etcdv1beta2.ReasonSecretNotFound {
+		return nil, reason.Transient(etcdv1beta2.ReasonSecretNotFound, err)
 	}
-	s := &corev1.Secret{}
-	name := c.Spec.TLS.Static.OperatorSecret
-	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s); err != nil {
-		return nil, &reasonError{reason: etcdv1beta2.ReasonSecretNotFound, transient: true, err: fmt.Errorf("getting operator TLS secret %s of EtcdCluster %s: %w", name, c.Name, err)}
-	}
-	cfg, err := snapshot.TLSConfigFromSecret(s.Data)
-	if err != nil {
-		return nil, failure(etcdv1beta2.ReasonInvalidCredentials, "operator TLS secret %s of EtcdCluster %s: %v", name, c.Name, err)
-	}
-	return cfg, nil
+	return cfg, err
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -25,7 +25,7 @@ const noChange = "; no cluster was changed"
 // UID, which does not exist yet, in the dry run's owner reference.
 func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, uid types.UID, seed string) error {
 	if r.AgentImage == "" {
-		return failure(etcdv1beta2.ReasonPreflightFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API"+noChange)
+		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API"+noChange)
 	}
 	if err := r.checkVersion(ctx, rs, c.Spec.Version); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (r *Reconciler) checkVersion(ctx context.Context, rs *etcdv1beta2.EtcdResto
 		}
 		if newerMinor(b.Status.EtcdVersion, version) {
 			bMaj, bMin := majorMinor(b.Status.EtcdVersion)
-			return failure(etcdv1beta2.ReasonIncompatibleVersion, "the backup was taken from etcd %s (EtcdBackup %s) but the restored cluster would run etcd %s, an older release that cannot be trusted with a newer one's data: restore into a cluster whose version is %d.%d or newer"+noChange,
+			return reason.Errorf(etcdv1beta2.ReasonIncompatibleVersion, "the backup was taken from etcd %s (EtcdBackup %s) but the restored cluster would run etcd %s, an older release that cannot be trusted with a newer one's data: restore into a cluster whose version is %d.%d or newer"+noChange,
 				b.Status.EtcdVersion, b.Name, version, bMaj, bMin)
 		}
 		return nil
@@ -84,13 +84,13 @@ func majorMinor(v string) (int, int) {
 // configure the store as the agent will) and the member TLS secrets (they exist with the files
 // etcd is started with).
 func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, src *source) error {
-	if name := src.secretName(); name != "" {
-		store, err := etcdbackup.OpenStore(ctx, r.Client, rs.Namespace, &src.spec)
+	if src.loc.Secret != "" || src.loc.CA != nil {
+		store, err := r.open(ctx, rs, src.loc)
 		if err != nil {
-			if etcdbackup.ErrorReason(err) == "" {
+			if reason.Of(err) == "" {
 				return err
 			}
-			return failure(etcdv1beta2.ReasonPreflightFailed, "the seed could not use the credentials Secret %s: %v"+noChange, name, err)
+			return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the seed could not use the storage Secrets it mounts: %v"+noChange, err)
 		}
 		store.Close()
 	}
@@ -111,13 +111,13 @@ func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdResto
 		secret := &corev1.Secret{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: s.name}, secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return failure(etcdv1beta2.ReasonPreflightFailed, "member TLS Secret %s that the seed mounts does not exist"+noChange, s.name)
+				return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "member TLS Secret %s that the seed mounts does not exist"+noChange, s.name)
 			}
 			return fmt.Errorf("getting member TLS Secret %s: %w", s.name, err)
 		}
 		for _, k := range s.keys {
 			if len(secret.Data[k]) == 0 {
-				return failure(etcdv1beta2.ReasonPreflightFailed, "member TLS Secret %s that the seed mounts has no %s"+noChange, s.name, k)
+				return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "member TLS Secret %s that the seed mounts has no %s"+noChange, s.name, k)
 			}
 		}
 	}
@@ -144,7 +144,7 @@ func (r *Reconciler) dryRunSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 			if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 				kind = "volume"
 			}
-			return failure(etcdv1beta2.ReasonPreflightFailed, "the API server refused the seed %s %s in a dry run: %v"+noChange, kind, seed, err)
+			return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the API server refused the seed %s %s in a dry run: %v"+noChange, kind, seed, err)
 		default:
 			return fmt.Errorf("dry run of the seed member %s: %w", seed, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -91,8 +92,8 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 func TestPreflightNeedsAgentImage(t *testing.T) {
 	r := &Reconciler{}
 	err := r.preflight(t.Context(), &etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}, "uid", "c-0")
-	re, ok := errors.AsType[*reasonError](err)
-	if !ok || re.reason != etcdv1beta2.ReasonPreflightFailed || re.transient || !strings.HasSuffix(re.Error(), "no cluster was changed") {
+	re, ok := errors.AsType[*reason.Error](err)
+	if !ok || re.Reason != etcdv1beta2.ReasonPreflightFailed || re.Transient || !strings.HasSuffix(re.Error(), "no cluster was changed") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -194,14 +195,14 @@ func (r *Reconciler) outcome(ctx context.Context, rs *etcdv1beta2.EtcdRestore, r
 		r.wait(rs, l.holder)
 		return ctrl.Result{RequeueAfter: requeueLocked}, nil
 	}
-	if re, ok := errors.AsType[*reasonError](err); ok {
-		if !re.transient {
-			r.fail(rs, re.reason, re.Error()+r.leftBehind(ctx, rs))
+	if re, ok := errors.AsType[*reason.Error](err); ok {
+		if !re.Transient {
+			r.fail(rs, re.Reason, re.Error()+r.leftBehind(ctx, rs))
 			return ctrl.Result{}, nil
 		}
-		ctrl.LoggerFrom(ctx).Info("Retrying after a transient failure", "reason", re.reason, "error", re.Error())
+		ctrl.LoggerFrom(ctx).Info("Retrying after a transient failure", "reason", re.Reason, "error", re.Error())
 		r.progress(rs, rs.Status.Phase, "retrying: "+re.Error())
-		r.Recorder.Event(rs, corev1.EventTypeWarning, re.reason, re.Error())
+		r.Recorder.Event(rs, corev1.EventTypeWarning, re.Reason, re.Error())
 		return ctrl.Result{RequeueAfter: requeueBackoff}, nil
 	}
 	return ctrl.Result{}, err

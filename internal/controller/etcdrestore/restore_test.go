@@ -14,9 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup/backuptest"
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
@@ -27,14 +28,14 @@ import (
 // store is a MinIO bucket holding one real etcd snapshot under "etcd.backup", plus a flipped,
 // a truncated copy, and the credentials Secret in ns.
 type store struct {
-	bucket *backuptest.Bucket
+	bucket *storagetest.Bucket
 	b      backend.Backend
 	backup snapshot.Result
 }
 
 func newStore(t *testing.T, ns string) *store {
 	t.Helper()
-	bk := backuptest.NewS3Bucket(t)
+	bk := storagetest.NewS3Bucket(t)
 	src := bk.Source("x", "aws")
 	b, err := factory.New(t.Context(), factory.Config{Type: factory.S3, Bucket: bk.Name, Secret: bk.Secret, Endpoint: src.S3.Endpoint, ForcePathStyle: true})
 	if err != nil {
@@ -158,8 +159,8 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	if _, ok := rs.Annotations[AnnotationClusterTemplate]; !ok {
 		t.Error("template not saved before the cluster was deleted")
 	}
-	if src := rs.Annotations[AnnotationBackupSource]; !strings.Contains(src, s.bucket.Name+"/etcd.backup") {
-		t.Errorf("verified backup not pinned: %q", src)
+	if pin, err := storage.Decode(rs.Annotations[AnnotationBackupSource]); err != nil || pin.Bucket != s.bucket.Name || pin.Key != "etcd.backup" {
+		t.Errorf("verified backup not pinned: %+v, %v", pin, err)
 	}
 	c, err := getCluster(t, ns, "prod")
 	if err != nil {
@@ -178,12 +179,12 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	if len(pod.Spec.InitContainers) != 2 || pod.Spec.InitContainers[0].Image != "etcd-operator:test" || pod.Spec.InitContainers[1].Image != pod.Spec.Containers[0].Image {
 		t.Fatalf("init containers %+v", pod.Spec.InitContainers)
 	}
-	args := strings.Join(pod.Spec.InitContainers[1].Command, " ")
-	for _, want := range []string{"--sha256=" + s.backup.SHA256, fmt.Sprintf("--size=%d", s.backup.Size), "--key=etcd.backup", "--bucket=" + s.bucket.Name, "--secret-dir=", "--force-path-style", "--initial-cluster-token=" + string(c.UID), "--name=prod-0"} {
-		if !strings.Contains(args, want) {
-			t.Errorf("restore step %q lacks %q", args, want)
-		}
-	}
+	checkSeedArgs(t, pod, restoreseed.Options{
+		Location: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: s.bucket.Name, Key: "etcd.backup",
+			Endpoint: s.bucket.Source("x", "aws").S3.Endpoint, ForcePathStyle: true, Secret: "aws"},
+		Expect: restoreseed.Expect{Size: s.backup.Size, SHA256: s.backup.SHA256},
+		Name:   "prod-0", ClusterToken: string(c.UID),
+	})
 	if pod.Labels[member.LabelCluster] != "prod" || pod.Labels[LabelRestore] != "prod" || pod.Spec.Subdomain != "prod" {
 		t.Errorf("seed identity: labels %v subdomain %s", pod.Labels, pod.Spec.Subdomain)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -54,7 +55,7 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		if err := r.stopSeed(ctx, rs, c, pod); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, failure(res.Reason, "seed member %s could not restore the backup: %s", name, res.Message)
+		return ctrl.Result{}, reason.Errorf(res.Reason, "seed member %s could not restore the backup: %s", name, res.Message)
 	case !done:
 		msg := "seed pod " + name + " is fetching, verifying and restoring the backup"
 		if waiting != "" {
@@ -65,7 +66,7 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	}
 	if res != nil && res.Revision > 0 {
 		if rs.Status.BackupRevision > res.Revision {
-			return ctrl.Result{}, failure(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d", rs.Status.BackupRevision, res.Revision)
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d", rs.Status.BackupRevision, res.Revision)
 		}
 		rs.Status.BackupRevision = res.Revision
 		if rs.Status.Verification == nil {
@@ -102,7 +103,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 			return ctrl.Result{RequeueAfter: requeueWait}, nil
 		}
 		if st.Revision < rs.Status.BackupRevision {
-			return ctrl.Result{}, failure(etcdv1beta2.ReasonRevisionMismatch, "seed member %s is at revision %d, below the backup's %d", name, st.Revision, rs.Status.BackupRevision)
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "seed member %s is at revision %d, below the backup's %d", name, st.Revision, rs.Status.BackupRevision)
 		}
 		rev = st.Revision
 	}
@@ -113,7 +114,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	}
 	v.Revision, v.Hash, v.Keys = rev, int64(st.Hash), st.Keys
 	if v.SnapshotHash != 0 && v.SnapshotHash != v.Hash {
-		return ctrl.Result{}, failure(etcdv1beta2.ReasonVerificationFailed, "seed member %s serves keyspace hash %d at revision %d, but etcdutl computed %d from the restored data", name, v.Hash, v.Revision, v.SnapshotHash)
+		return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonVerificationFailed, "seed member %s serves keyspace hash %d at revision %d, but etcdutl computed %d from the restored data", name, v.Hash, v.Revision, v.SnapshotHash)
 	}
 	msg := fmt.Sprintf("seed member %s runs on the restored data: %d keys at revision %d, keyspace hash %d", name, v.Keys, v.Revision, v.Hash)
 	r.setCondition(rs, etcdv1beta2.RestoreConditionSeeded, metav1.ConditionTrue, reasonSeedReady, msg)
@@ -126,7 +127,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 // by c. An object already at the seed's name is fine only if it is this restore's seed.
 func (r *Reconciler) createSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string) error {
 	if r.AgentImage == "" {
-		return failure(etcdv1beta2.ReasonSeedFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
+		return reason.Errorf(etcdv1beta2.ReasonSeedFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
 	}
 	src, err := pinned(rs)
 	if err != nil {
@@ -165,7 +166,7 @@ func (r *Reconciler) createOwn(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 
 // seedConflict is the failure for an object at the seed's name that this restore did not create.
 func seedConflict(kind string, obj metav1.Object) error {
-	return failure(etcdv1beta2.ReasonSeedConflict, "a %s named %s already stands at the seed member's name, and this restore did not create it (%s): it is not the seed, and nothing was deleted", kind, obj.GetName(), describeOwner(obj))
+	return reason.Errorf(etcdv1beta2.ReasonSeedConflict, "a %s named %s already stands at the seed member's name, and this restore did not create it (%s): it is not the seed, and nothing was deleted", kind, obj.GetName(), describeOwner(obj))
 }
 
 // stopSeed deletes pod, the seed rs created for c, so the kubelet stops retrying it: only after

@@ -1,6 +1,8 @@
 package etcdrestore
 
 import (
+	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -108,4 +112,40 @@ func TestEmptyBackupRestores(t *testing.T) {
 	if rs.Status.RestoredRevision != 1 {
 		t.Errorf("restored revision %d, want 1", rs.Status.RestoredRevision)
 	}
+}
+
+// checkSeedArgs reads the seed pod's restore step the way the agent does (its own flag parser)
+// and checks that it names exactly the verified object and that every Secret the location needs
+// is mounted where the agent looks for it: the operator's encoding and the agent's decoding agree.
+func checkSeedArgs(t *testing.T, pod *corev1.Pod, want restoreseed.Options) {
+	t.Helper()
+	step := pod.Spec.InitContainers[1]
+	// Command: <agent> seed restore <flags>.
+	if len(step.Command) < 3 || step.Command[1] != restoreseed.Command || step.Command[2] != "restore" {
+		t.Fatalf("restore step command %q", step.Command)
+	}
+	got, err := restoreseed.ParseRestoreArgs(step.Command[3:])
+	if err != nil {
+		t.Fatalf("the agent cannot parse its arguments %q: %v", step.Command, err)
+	}
+	if !reflect.DeepEqual(got.Location, want.Location) || got.Expect != want.Expect || got.Name != want.Name || got.ClusterToken != want.ClusterToken {
+		t.Fatalf("the agent would restore %+v %+v as %s/%s; want %+v %+v as %s/%s",
+			got.Location, got.Expect, got.Name, got.ClusterToken, want.Location, want.Expect, want.Name, want.ClusterToken)
+	}
+	mounted := map[string]bool{}
+	for _, m := range step.VolumeMounts {
+		mounted[m.MountPath] = true
+	}
+	for _, name := range []string{got.Location.Secret, caSecret(got.Location)} {
+		if name != "" && !mounted[filepath.Join(got.SecretsDir, name)] {
+			t.Errorf("Secret %s is not mounted at %s: mounts %+v", name, filepath.Join(got.SecretsDir, name), step.VolumeMounts)
+		}
+	}
+}
+
+func caSecret(l storage.Location) string {
+	if l.CA == nil {
+		return ""
+	}
+	return l.CA.Name
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -20,8 +21,7 @@ const (
 	initRestore     = "restore"
 	agentVolume     = "restore-agent"
 	agentDir        = "/restore-agent"
-	credsVolume     = "restore-credentials"
-	credsDir        = "/etc/etcd-restore/credentials"
+	secretsDir      = "/etc/etcd-restore/secrets"
 	reasonSeedReady = "SeedRunning"
 )
 
@@ -59,12 +59,10 @@ func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdClu
 	seedMeta(pod, rs, c)
 	etcd := pod.Spec.Containers[0]
 
-	endpoint, pathStyle := src.endpoint()
 	args := []string{
 		restoreseed.Command, "restore",
-		"--storage-type=" + string(src.spec.StorageType),
-		"--bucket=" + src.bucket,
-		"--key=" + src.key,
+		"--location=" + src.loc.Encode(),
+		"--secrets-dir=" + secretsDir,
 		"--size=" + strconv.FormatInt(rs.Status.BackupSize, 10),
 		"--sha256=" + rs.Status.BackupSHA256,
 		"--data-dir=" + member.DataDir,
@@ -74,20 +72,13 @@ func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdClu
 		"--initial-advertise-peer-urls=" + peer,
 		"--timeout=" + restoreTimeout(rs.Status.BackupSize).String(),
 	}
-	if endpoint != "" {
-		args = append(args, "--endpoint="+endpoint)
-	}
-	if pathStyle {
-		args = append(args, "--force-path-style")
-	}
 	mounts := []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}}
 	mounts = append(mounts, etcd.VolumeMounts[0]) // the data volume, at /var/etcd
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	if secret := src.secretName(); secret != "" {
-		args = append(args, "--secret-dir="+credsDir)
-		mounts = append(mounts, corev1.VolumeMount{Name: credsVolume, MountPath: credsDir, ReadOnly: true})
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: credsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}})
-	}
+	// The storage Secrets (credentials, CA bundle) as files, never as flags or environment.
+	vols, secretMounts := storage.PodSecrets(src.loc, secretsDir)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
+	mounts = append(mounts, secretMounts...)
 	locked := &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

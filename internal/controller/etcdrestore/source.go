@@ -10,73 +10,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
-	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 // source is a resolved backup: where it is, how to reach it, and what it must match.
 type source struct {
-	// spec is a one-shot backup spec naming the object (path <bucket>/<key>): the storage type,
-	// endpoint and credentials Secret to reach it.
-	spec   etcdv1beta2.BackupSpec
-	bucket string
-	key    string
+	// loc is the backup object and how to reach it.
+	loc storage.Location
 	// expect is what the backup recorded about the object; zero fields are unknown.
 	expect restoreseed.Expect
 	// revision is the revision the backup recorded (0: unknown).
 	revision int64
 	// taken is when the backup was taken, if known.
 	taken *metav1.Time
-}
-
-// location renders where the backup is, as the backup operator does.
-func (s *source) location() string {
-	return fmt.Sprintf("%s://%s/%s", s.spec.StorageType, s.bucket, s.key)
-}
-
-// secretName is the credentials Secret of the storage block.
-func (s *source) secretName() string {
-	switch {
-	case s.spec.S3 != nil:
-		return s.spec.S3.AWSSecret
-	case s.spec.ABS != nil:
-		return s.spec.ABS.ABSSecret
-	case s.spec.GCS != nil:
-		return s.spec.GCS.GCPSecret
-	}
-	return ""
-}
-
-// endpoint and forcePathStyle of the storage block.
-func (s *source) endpoint() (string, bool) {
-	switch {
-	case s.spec.S3 != nil:
-		return s.spec.S3.Endpoint, s.spec.S3.ForcePathStyle
-	case s.spec.ABS != nil:
-		return s.spec.ABS.Endpoint, false
-	case s.spec.GCS != nil:
-		return s.spec.GCS.Endpoint, false
-	}
-	return "", false
-}
-
-// withPath returns a copy of src whose storage block's path is path.
-func withPath(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource, path string) etcdv1beta2.BackupSpec {
-	spec := etcdv1beta2.BackupSpec{StorageType: typ, BackupSource: *src.DeepCopy()}
-	switch {
-	case spec.S3 != nil:
-		spec.S3.Path = path
-	case spec.ABS != nil:
-		spec.ABS.Path = path
-	case spec.GCS != nil:
-		spec.GCS.Path = path
-	}
-	return spec
 }
 
 // errWait means the backup is not ready yet (a referenced EtcdBackup still runs).
@@ -94,7 +46,7 @@ func (r *Reconciler) resolve(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (
 		s := &etcdv1beta2.EtcdBackupSchedule{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.BackupScheduleRef.Name}, s); err != nil {
 			if client.IgnoreNotFound(err) == nil {
-				return nil, failure(etcdv1beta2.ReasonBackupNotFound, "EtcdBackupSchedule %s/%s not found", rs.Namespace, rs.Spec.BackupScheduleRef.Name)
+				return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "EtcdBackupSchedule %s/%s not found", rs.Namespace, rs.Spec.BackupScheduleRef.Name)
 			}
 			return nil, fmt.Errorf("getting EtcdBackupSchedule %s: %w", rs.Spec.BackupScheduleRef.Name, err)
 		}
@@ -104,7 +56,7 @@ func (r *Reconciler) resolve(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (
 			}
 		}
 		if s.Status.LastSuccessfulLocation == "" {
-			return nil, failure(etcdv1beta2.ReasonNoSuccessfulBackup, "EtcdBackupSchedule %s has no successful backup yet", s.Name)
+			return nil, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup, "EtcdBackupSchedule %s has no successful backup yet", s.Name)
 		}
 		// The EtcdBackup object is gone (history limits): the recorded location and the
 		// schedule's template still say how to reach the object.
@@ -119,14 +71,14 @@ func (r *Reconciler) fromBackup(ctx context.Context, ns, name string) (*source, 
 	b := &etcdv1beta2.EtcdBackup{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return nil, failure(etcdv1beta2.ReasonBackupNotFound, "EtcdBackup %s/%s not found", ns, name)
+			return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "EtcdBackup %s/%s not found", ns, name)
 		}
 		return nil, fmt.Errorf("getting EtcdBackup %s: %w", name, err)
 	}
 	switch {
 	case b.Status.Succeeded && b.Status.Location != "":
 	case isTrue(b.Status.Conditions, etcdv1beta2.BackupConditionFailed):
-		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "EtcdBackup %s failed (%s): there is nothing to restore", name, b.Status.Reason)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "EtcdBackup %s failed (%s): there is nothing to restore", name, b.Status.Reason)
 	default:
 		return nil, errWait{"waiting for EtcdBackup " + name + " to complete"}
 	}
@@ -143,47 +95,50 @@ func (r *Reconciler) fromBackup(ctx context.Context, ns, name string) (*source, 
 	return src, nil
 }
 
-// fromLocation resolves a location the backup operator recorded.
-func fromLocation(typ etcdv1beta2.BackupStorageType, block etcdv1beta2.BackupSource, loc string) (*source, error) {
-	ltyp, bucket, key, ok := etcdbackup.ParseLocation(loc)
-	if !ok || ltyp != typ {
-		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "backup location %q is not a %s object location", loc, typ)
+// fromLocation resolves a location the backup operator recorded (url) in the store of the
+// storage block that wrote it.
+func fromLocation(typ etcdv1beta2.BackupStorageType, block etcdv1beta2.BackupSource, url string) (*source, error) {
+	base, err := storage.FromSource(typ, block)
+	if err != nil {
+		return nil, err
 	}
-	return &source{spec: withPath(typ, block, bucket+"/"+key), bucket: bucket, key: key}, nil
+	loc, err := base.At(url)
+	if err != nil {
+		return nil, err
+	}
+	return &source{loc: loc}, nil
 }
 
 // fromBlock resolves the coreos form: backupStorageType with its s3/abs/gcs block, the path
 // naming the object (Exact) or a prefix whose newest backup is restored (Newest).
 func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*source, error) {
-	spec := etcdv1beta2.BackupSpec{StorageType: rs.Spec.BackupStorageType, BackupSource: *rs.Spec.BackupSource.DeepCopy()}
-	bucket, key, err := factory.SplitPath(spec.StoragePath())
+	loc, err := storage.FromSource(rs.Spec.BackupStorageType, rs.Spec.BackupSource)
 	if err != nil {
-		return nil, failure(etcdv1beta2.ReasonInvalidSpec, "storage path: %v", err)
+		return nil, err
 	}
-	src := &source{spec: spec, bucket: bucket, key: key}
+	src := &source{loc: loc}
 	if rs.Spec.BackupSelection != etcdv1beta2.BackupSelectionNewest {
-		if info, ok := keyInfo(key); ok { // a periodic or scheduled backup's key says when
+		if info, ok := keyInfo(loc.Key); ok { // a periodic or scheduled backup's key says when
 			src.taken = &metav1.Time{Time: info.Time}
 		}
 		return src, nil
 	}
-	store, err := etcdbackup.OpenStore(ctx, r.Client, rs.Namespace, &spec)
-	if err != nil {
-		return nil, storeFailure(err)
-	}
-	defer store.Close()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	objs, err := store.List(ctx, key)
-	if err != nil {
-		return nil, &reasonError{reason: etcdv1beta2.ReasonStorageUnreachable, transient: true, err: fmt.Errorf("listing backups under %s: %w", src.location(), err)}
-	}
-	b, err := newestOf(rs, key, src.location(), objs, r.now())
+	store, err := r.open(ctx, rs, loc)
 	if err != nil {
 		return nil, err
 	}
-	src.key = b.Key
-	src.spec = withPath(rs.Spec.BackupStorageType, rs.Spec.BackupSource, bucket+"/"+src.key)
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	objs, err := store.List(ctx, loc.Key)
+	if err != nil {
+		return nil, reason.Transient(etcdv1beta2.ReasonStorageUnreachable, fmt.Errorf("listing backups under %s: %w", loc.URL(), err))
+	}
+	b, err := newestOf(rs, loc.Key, loc.URL(), objs, r.now())
+	if err != nil {
+		return nil, err
+	}
+	src.loc = loc.WithKey(b.Key)
 	src.revision = b.Revision
 	src.taken = &metav1.Time{Time: b.Time}
 	return src, nil
@@ -211,13 +166,13 @@ func newestOf(rs *etcdv1beta2.EtcdRestore, prefix, where string, objs []backend.
 		others = found
 	}
 	if len(others) == 0 {
-		return retention.Backup{}, failure(etcdv1beta2.ReasonNoSuccessfulBackup, "no backup written by this project under %s", where)
+		return retention.Backup{}, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup, "no backup written by this project under %s", where)
 	}
 	found := make([]string, 0, len(others))
 	for _, id := range others {
 		found = append(found, id.Describe())
 	}
-	return retention.Backup{}, failure(etcdv1beta2.ReasonNoSuccessfulBackup,
+	return retention.Backup{}, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup,
 		"no backup of EtcdCluster %s/%s under %s: the backups there are of other clusters: %s (backups without a cluster identity are not used while other clusters' backups share the prefix); name the object with backupSelection Exact to restore one of them",
 		rs.Namespace, strings.Join(names, " or "), where, strings.Join(found, ", "))
 }
@@ -228,11 +183,10 @@ func keyInfo(key string) (snapshot.KeyInfo, bool) {
 	return info, ok
 }
 
-// storeFailure turns an OpenStore error into a restore failure with its reason.
-func storeFailure(err error) error {
-	reason := etcdbackup.ErrorReason(err)
-	if reason == "" {
-		return err
-	}
-	return &reasonError{reason: reason, err: err}
+// listTimeout bounds the listing of a prefix for its newest backup.
+const listTimeout = time.Minute
+
+// open opens the store of loc with Secrets from rs's namespace.
+func (r *Reconciler) open(ctx context.Context, rs *etcdv1beta2.EtcdRestore, loc storage.Location) (*storage.Store, error) {
+	return storage.Open(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: rs.Namespace})
 }

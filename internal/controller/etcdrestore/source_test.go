@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -93,8 +94,8 @@ func TestNewestOf(t *testing.T) {
 				}
 				return
 			}
-			re, ok := errors.AsType[*reasonError](err)
-			if !ok || re.reason != etcdv1beta2.ReasonNoSuccessfulBackup {
+			re, ok := errors.AsType[*reason.Error](err)
+			if !ok || re.Reason != etcdv1beta2.ReasonNoSuccessfulBackup {
 				t.Fatalf("newestOf = %q, %v; want a NoSuccessfulBackup failure", got.Key, err)
 			}
 			for _, m := range tc.mention {

@@ -1,7 +1,6 @@
 package etcdrestore
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,22 +9,6 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
-
-// reasonError is a failure with its condition reason; transient ones are retried until the
-// restore's deadline, the others fail the restore at once.
-type reasonError struct {
-	reason    string
-	transient bool
-	err       error
-}
-
-func (e *reasonError) Error() string { return e.err.Error() }
-func (e *reasonError) Unwrap() error { return e.err }
-
-// failure is a terminal failure with reason.
-func failure(reason, format string, args ...any) error {
-	return &reasonError{reason: reason, err: fmt.Errorf(format, args...)}
-}
 
 func isTrue(conds []metav1.Condition, typ string) bool {
 	return meta.IsStatusConditionTrue(conds, typ)

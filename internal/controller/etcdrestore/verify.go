@@ -2,7 +2,6 @@ package etcdrestore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -12,10 +11,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
-	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -30,30 +29,30 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	store, err := etcdbackup.OpenStore(ctx, r.Client, rs.Namespace, &src.spec)
+	store, err := r.open(ctx, rs, src.loc)
 	if err != nil {
-		return ctrl.Result{}, storeFailure(err)
+		return ctrl.Result{}, err
 	}
 	defer store.Close()
 	vctx, cancel := context.WithTimeout(ctx, snapshot.DefaultTimeout(src.expect.Size))
 	defer cancel()
 	start := r.now()
-	got, err := restoreseed.Fetch(vctx, store, src.key, src.expect, io.Discard)
+	got, err := restoreseed.Fetch(vctx, store, src.loc.Key, src.expect, io.Discard)
 	if err != nil {
-		switch reason := restoreseed.Reason(err, ""); reason {
+		switch why := reason.Of(err); why {
 		case "":
 			return ctrl.Result{}, err
 		case etcdv1beta2.ReasonStorageUnreachable:
-			return ctrl.Result{}, &reasonError{reason: reason, transient: true, err: err}
+			return ctrl.Result{}, reason.Transient(why, err)
 		default:
-			r.setCondition(rs, etcdv1beta2.RestoreConditionBackupVerified, metav1.ConditionFalse, reason, err.Error())
-			return ctrl.Result{}, &reasonError{reason: reason, err: fmt.Errorf("%w; no cluster was changed", err)}
+			r.setCondition(rs, etcdv1beta2.RestoreConditionBackupVerified, metav1.ConditionFalse, why, err.Error())
+			return ctrl.Result{}, reason.Errorf(why, "%w; no cluster was changed", err)
 		}
 	}
 	if err := r.pin(ctx, rs, src); err != nil {
 		return ctrl.Result{}, err
 	}
-	rs.Status.BackupLocation = src.location()
+	rs.Status.BackupLocation = src.loc.URL()
 	rs.Status.BackupSize = got.Size
 	rs.Status.BackupSHA256 = got.SHA256
 	rs.Status.BackupRevision = src.revision
@@ -61,32 +60,29 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 		rs.Status.BackupTime = src.taken.DeepCopy()
 		rs.Status.BackupAge = &metav1.Duration{Duration: rs.Status.StartTime.Sub(src.taken.Time).Round(time.Second)}
 	}
-	msg := fmt.Sprintf("%s: %d bytes, sha256 %s, etcd checksum valid (read in %s)", src.location(), got.Size, got.SHA256, r.now().Sub(start).Round(time.Millisecond))
+	msg := fmt.Sprintf("%s: %d bytes, sha256 %s, etcd checksum valid (read in %s)", src.loc.URL(), got.Size, got.SHA256, r.now().Sub(start).Round(time.Millisecond))
 	r.setCondition(rs, etcdv1beta2.RestoreConditionBackupVerified, metav1.ConditionTrue, reasonBackupVerified, msg)
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "BackupVerified", msg)
 	r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "backup verified; preparing the cluster")
 	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 }
 
-// AnnotationBackupSource holds, once the backup verified, the storage block that reaches it
-// (type, endpoint, Secret, path to the exact object): the seed uses exactly the object that was
+// AnnotationBackupSource holds, once the backup verified, the storage.Location that reaches it
+// (type, bucket, exact key, endpoint, Secrets): the seed uses exactly the object that was
 // verified, even if the EtcdBackup or schedule that named it is gone by then.
 const AnnotationBackupSource = "etcd.database.coreos.com/backup-source"
 
 // pin saves src on rs.
 func (r *Reconciler) pin(ctx context.Context, rs *etcdv1beta2.EtcdRestore, src *source) error {
-	raw, err := json.Marshal(src.spec)
-	if err != nil {
-		return fmt.Errorf("saving the backup source: %w", err)
-	}
-	if rs.Annotations[AnnotationBackupSource] == string(raw) {
+	raw := src.loc.Encode()
+	if rs.Annotations[AnnotationBackupSource] == raw {
 		return nil
 	}
 	patch := rs.DeepCopy()
 	if patch.Annotations == nil {
 		patch.Annotations = map[string]string{}
 	}
-	patch.Annotations[AnnotationBackupSource] = string(raw)
+	patch.Annotations[AnnotationBackupSource] = raw
 	if err := r.Patch(ctx, patch, client.MergeFrom(rs)); err != nil {
 		return fmt.Errorf("saving the backup source: %w", err)
 	}
@@ -98,15 +94,11 @@ func (r *Reconciler) pin(ctx context.Context, rs *etcdv1beta2.EtcdRestore, src *
 func pinned(rs *etcdv1beta2.EtcdRestore) (*source, error) {
 	raw, ok := rs.Annotations[AnnotationBackupSource]
 	if !ok {
-		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "annotation %s is missing: the verified backup is unknown", AnnotationBackupSource)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "annotation %s is missing: the verified backup is unknown", AnnotationBackupSource)
 	}
-	spec := etcdv1beta2.BackupSpec{}
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "annotation %s: %v", AnnotationBackupSource, err)
-	}
-	bucket, key, err := factory.SplitPath(spec.StoragePath())
+	loc, err := storage.Decode(raw)
 	if err != nil {
-		return nil, failure(etcdv1beta2.ReasonBackupNotFound, "annotation %s: %v", AnnotationBackupSource, err)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "annotation %s: %v", AnnotationBackupSource, err)
 	}
-	return &source{spec: spec, bucket: bucket, key: key}, nil
+	return &source{loc: loc}, nil
 }

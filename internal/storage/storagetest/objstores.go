@@ -1,7 +1,7 @@
-// Package backuptest creates buckets on the object-store servers hack/objstores.sh runs (MinIO,
+// Package storagetest creates buckets on the object-store servers hack/objstores.sh runs (MinIO,
 // fake-gcs-server, Azurite) and the EtcdBackup storage blocks and credential Secrets that point
 // at them, for the backup controllers' integration tests.
-package backuptest
+package storagetest
 
 import (
 	"context"

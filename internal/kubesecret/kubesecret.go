@@ -1,0 +1,55 @@
+// Package kubesecret reads the Secrets users name in the API: credentials of object stores, CA
+// bundles and etcd client certificates. A Secret that is missing or unusable is an error with
+// the condition reason the user sees (SecretNotFound, InvalidCredentials).
+package kubesecret
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/reason"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+)
+
+// Data returns the data of Secret ns/name. A missing Secret is a SecretNotFound failure that a
+// retry does not fix; other API errors are returned as they are.
+func Data(ctx context.Context, c client.Reader, ns, name string) (map[string][]byte, error) {
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, reason.Errorf(etcdv1beta2.ReasonSecretNotFound, "secret %s/%s not found", ns, name)
+		}
+		return nil, fmt.Errorf("getting secret %s/%s: %w", ns, name, err)
+	}
+	return s.Data, nil
+}
+
+// ClientTLS builds an etcd client TLS configuration from Secret ns/name in the coreos format
+// (etcd-client.crt, etcd-client.key, etcd-client-ca.crt).
+func ClientTLS(ctx context.Context, c client.Reader, ns, name string) (*tls.Config, error) {
+	data, err := Data(ctx, c, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := snapshot.TLSConfigFromSecret(data)
+	if err != nil {
+		return nil, reason.Errorf(etcdv1beta2.ReasonInvalidCredentials, "client TLS secret %s/%s: %w", ns, name, err)
+	}
+	return cfg, nil
+}
+
+// OperatorTLS is the client TLS configuration the operators use to reach cluster c: its
+// operator Secret, or nil for a cluster without client TLS.
+func OperatorTLS(ctx context.Context, c client.Reader, cluster *etcdv1beta2.EtcdCluster) (*tls.Config, error) {
+	if !cluster.Spec.TLS.IsSecureClient() {
+		return nil, nil
+	}
+	return ClientTLS(ctx, c, cluster.Namespace, cluster.Spec.TLS.Static.OperatorSecret)
+}

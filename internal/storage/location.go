@@ -1,0 +1,114 @@
+// Package storage is where a backup lives and how to reach it. A Location is built from any
+// form the API has (an EtcdBackup's or schedule template's storage block, an EtcdRestore's coreos
+// block, a location recorded in a status) by one switch, FromSource; it is written into a status
+// as a URL, handed to the restore seed agent by Encode and read back by Decode; Open turns it into
+// a backend.Backend with its credentials and CA bundle. The backup operator, the restore operator
+// and the seed agent all use it, so the four forms a location takes cannot drift apart.
+package storage
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/etcd-operator/etcd-operator/internal/reason"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
+)
+
+// Location is one backup object (or a key prefix of backups) and how to reach it.
+type Location struct {
+	// Type is the object store: S3, ABS or GCS.
+	Type etcdv1beta2.BackupStorageType `json:"type"`
+	// Bucket is the S3 or GCS bucket or the ABS container.
+	Bucket string `json:"bucket"`
+	// Key is the object key, or the key prefix of a periodic backup or schedule.
+	Key string `json:"key"`
+	// Endpoint is a custom store endpoint; empty: the provider's public one.
+	Endpoint string `json:"endpoint,omitempty"`
+	// ForcePathStyle selects path-style S3 addressing.
+	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+	// Secret names the credentials Secret (coreos format) in the object's namespace; empty: the
+	// operator's ambient credentials.
+	Secret string `json:"secret,omitempty"`
+	// CA names a Secret key with PEM CA certificates trusted for the endpoint.
+	CA *etcdv1beta2.SecretKeySelector `json:"ca,omitempty"`
+}
+
+// FromSource is the one place a storage block of the API becomes a Location: the block that typ
+// names (s3, abs or gcs), its path split into bucket and key. A missing block or a malformed
+// path is an InvalidSpec failure.
+func FromSource(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource) (Location, error) {
+	l := Location{Type: typ}
+	var path string
+	var ca *etcdv1beta2.SecretKeySelector
+	switch typ {
+	case etcdv1beta2.BackupStorageTypeS3:
+		if src.S3 == nil {
+			return Location{}, missingBlock(typ, "s3")
+		}
+		path, l.Secret, l.Endpoint, l.ForcePathStyle, ca = src.S3.Path, src.S3.AWSSecret, src.S3.Endpoint, src.S3.ForcePathStyle, src.S3.EndpointCA
+	case etcdv1beta2.BackupStorageTypeABS:
+		if src.ABS == nil {
+			return Location{}, missingBlock(typ, "abs")
+		}
+		path, l.Secret, l.Endpoint, ca = src.ABS.Path, src.ABS.ABSSecret, src.ABS.Endpoint, src.ABS.EndpointCA
+	case etcdv1beta2.BackupStorageTypeGCS:
+		if src.GCS == nil {
+			return Location{}, missingBlock(typ, "gcs")
+		}
+		path, l.Secret, l.Endpoint, ca = src.GCS.Path, src.GCS.GCPSecret, src.GCS.Endpoint, src.GCS.EndpointCA
+	default:
+		return Location{}, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "unknown storage type %q, want S3, ABS or GCS", typ)
+	}
+	if ca != nil {
+		l.CA = ca.DeepCopy()
+		if l.CA.Key == "" {
+			l.CA.Key = etcdv1beta2.DefaultCAKey
+		}
+	}
+	var err error
+	if l.Bucket, l.Key, err = factory.SplitPath(path); err != nil {
+		return Location{}, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "storage %s: %w", typ, err)
+	}
+	return l, nil
+}
+
+// FromSpec is FromSource of a backup spec's storage type and block.
+func FromSpec(spec *etcdv1beta2.BackupSpec) (Location, error) {
+	return FromSource(spec.StorageType, spec.BackupSource)
+}
+
+func missingBlock(typ etcdv1beta2.BackupStorageType, block string) error {
+	return reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "storage type %s needs the %s block", typ, block)
+}
+
+// WithKey returns l naming key in the same bucket.
+func (l Location) WithKey(key string) Location {
+	l.Key = key
+	return l
+}
+
+// URL is how a status records the object: <type>://<bucket>/<key>.
+func (l Location) URL() string { return fmt.Sprintf("%s://%s/%s", l.Type, l.Bucket, l.Key) }
+
+// ParseURL splits a URL written by Location.URL into storage type, bucket and key.
+func ParseURL(url string) (typ etcdv1beta2.BackupStorageType, bucket, key string, ok bool) {
+	t, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return "", "", "", false
+	}
+	bucket, key, ok = strings.Cut(rest, "/")
+	return etcdv1beta2.BackupStorageType(t), bucket, key, ok && bucket != "" && key != ""
+}
+
+// At returns l naming the object a status recorded as url (same store, credentials and CA; the
+// bucket and key of url). A url of another storage type or a malformed one is a BackupNotFound
+// failure.
+func (l Location) At(url string) (Location, error) {
+	typ, bucket, key, ok := ParseURL(url)
+	if !ok || typ != l.Type {
+		return Location{}, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "backup location %q is not a %s object location", url, l.Type)
+	}
+	l.Bucket, l.Key = bucket, key
+	return l, nil
+}

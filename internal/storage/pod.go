@@ -1,0 +1,35 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PodSecrets mounts, read-only, every Secret l names (credentials and CA bundle, once each) at
+// root/<name>, where DirSecrets{Root: root} finds them: the volumes to add to a pod and the
+// mounts to add to the container that opens l.
+func PodSecrets(l Location, root string) ([]corev1.Volume, []corev1.VolumeMount) {
+	var names []string
+	for _, n := range []string{l.Secret, caName(l)} {
+		if n != "" && (len(names) == 0 || names[0] != n) {
+			names = append(names, n)
+		}
+	}
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for i, n := range names {
+		vol := fmt.Sprintf("storage-secret-%d", i)
+		vols = append(vols, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: n}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: filepath.Join(root, n), ReadOnly: true})
+	}
+	return vols, mounts
+}
+
+func caName(l Location) string {
+	if l.CA == nil {
+		return ""
+	}
+	return l.CA.Name
+}
