@@ -93,7 +93,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile moves one EtcdCluster at most one member step toward its spec:
 //  1. Get the cluster; gone -> drop its metrics, done. Being deleted -> done (owner references
 //     let the garbage collector delete pods, volumes, Services and the PodDisruptionBudget).
-//  2. Defer the single status patch; observedGeneration only when the pass succeeded.
+//  2. Defer the single status patch; observedGeneration only when the pass succeeded, Ready
+//     (with Reconciling or Stalled) from what the pass wrote.
 //  3. Unless paused: ensure the headless peer Service and the client Service (a foreign one
 //     in the way stops the pass: NotOwned), the PodDisruptionBudget, and sole ownership of the
 //     members (legacy restore seeds adopted, EtcdRestore owner references removed; a change
@@ -123,6 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if retErr == nil {
 			c.Status.ObservedGeneration = c.Generation
 		}
+		setReady(c)
 		recordMetrics(c)
 		if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil && retErr == nil {
 			retErr = fmt.Errorf("patching status of %s: %w", klog.KObj(c), err)

@@ -3,6 +3,28 @@ package v1beta2
 // Condition types and reasons. Conditions are metav1.Conditions; a reason is a CamelCase word a
 // program can match on, and the message says the rest for a person.
 
+// Condition types of every kind, with the meanings of the kstatus conventions
+// (sigs.k8s.io/cli-utils/pkg/kstatus) that kubectl wait, Flux and Argo CD health checks read.
+// Trust them only when status.observedGeneration equals metadata.generation.
+const (
+	// ConditionReady is True when the object reached the state its spec asks for: an
+	// EtcdCluster runs spec.size healthy members of spec.version with no change in progress; a
+	// one-shot EtcdBackup completed (a periodic one: its last attempt succeeded); an
+	// EtcdBackupSchedule is valid, runs, and neither its last backup nor its last restore drill
+	// failed; an EtcdRestore succeeded. False otherwise, with the reason that keeps it from
+	// being Ready (the reason of the kind's own condition that says so).
+	ConditionReady = "Ready"
+	// ConditionReconciling is True, with Ready's reason, while Ready is False and the operator
+	// works toward it or retries; absent otherwise.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True, with Ready's reason, while Ready is False and the operator will
+	// not get there without a change by someone: a failed backup or restore, an action the
+	// operator refuses (quorum lost, a foreign object in the way), an invalid spec, a schedule
+	// whose last backup or drill failed. Absent otherwise. A paused cluster or a suspended
+	// schedule is neither Reconciling nor Stalled.
+	ConditionStalled = "Stalled"
+)
+
 // EtcdCluster condition types.
 const (
 	// ClusterConditionAvailable is True when a quorum of members is healthy and serves requests.
@@ -65,6 +87,9 @@ const (
 	ReasonRestoring           = "Restoring"
 	ReasonDrillPassed         = "DrillPassed"
 	ReasonDrillFailed         = "DrillFailed"
+	// ReasonBackupFailed: the newest finished EtcdBackup of a schedule failed; the message
+	// names it and its own reason.
+	ReasonBackupFailed = "BackupFailed"
 )
 
 // Reasons of the safety checks (docs/safety.md): the operators refuse, say why, and delete
@@ -120,9 +145,15 @@ const (
 
 // EtcdBackupSchedule condition types.
 const (
-	// ScheduleConditionReady is True when the schedule is valid and runs; False with
-	// InvalidSchedule, InvalidTimeZone or Suspended otherwise.
-	ScheduleConditionReady = "Ready"
+	// ScheduleConditionReady is the Ready condition of every kind (ConditionReady): True when
+	// the schedule is Scheduling and neither the newest finished backup nor the newest finished
+	// restore drill failed; False with InvalidSchedule, InvalidTimeZone, Suspended, BackupFailed
+	// or DrillFailed otherwise.
+	ScheduleConditionReady = ConditionReady
+	// ScheduleConditionScheduling is True when the schedule is valid and not suspended: its runs
+	// and drills are started; False with InvalidSchedule, InvalidTimeZone or Suspended. Runs
+	// missed while it was False are not made up.
+	ScheduleConditionScheduling = "Scheduling"
 	// ScheduleConditionBackupFresh is True when the newest successful backup is no older than
 	// the schedule's interval (plus the starting deadline and a grace period): the recovery
 	// point objective the schedule promises is met.

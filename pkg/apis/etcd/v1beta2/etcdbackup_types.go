@@ -10,10 +10,13 @@ import (
 // use EtcdBackupSchedule.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=etcdbackup;etcdbk,categories=etcd
+// +kubebuilder:resource:shortName=etcdbackup;etcdbk,categories=etcd-operator
 // +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.etcdCluster.name`,description="The EtcdCluster backed up (empty for etcdEndpoints)"
 // +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storageType`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition: the object reached the state its spec asks for"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready"
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.etcdRevision`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`,description="Bytes stored"
 // +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessDate`
@@ -146,7 +149,8 @@ type BackupStatus struct {
 	// +optional
 	Phase BackupPhase `json:"phase,omitempty"`
 
-	// conditions: Complete, Failed (with reason). See the Condition* and Reason* constants.
+	// conditions: Ready (with Reconciling or Stalled while it is False, the kstatus
+	// conventions), Complete, Failed (with reason). See the Condition* and Reason* constants.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

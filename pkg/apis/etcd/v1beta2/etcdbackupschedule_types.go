@@ -9,13 +9,15 @@ import (
 // objects in the bucket.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=etcdbackupschedule;etcdbks,categories=etcd
+// +kubebuilder:resource:shortName=etcdbackupschedule;etcdbks,categories=etcd-operator
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition: the object reached the state its spec asks for"
 // +kubebuilder:printcolumn:name="Fresh",type=string,JSONPath=`.status.conditions[?(@.type=="BackupFresh")].status`,description="Newest successful backup is as recent as the schedule promises"
 // +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessfulTime`
 // +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdBackupSchedule struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -154,8 +156,11 @@ type BackupScheduleStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready (the schedule is valid and running), BackupFresh (the newest successful
-	// backup is as recent as the schedule promises). See the Condition* constants.
+	// conditions: Ready (the schedule runs and neither its last backup nor its last restore
+	// drill failed; with Stalled while it is False for a reason only a change fixes, the kstatus
+	// conventions), Scheduling (the schedule is valid and not suspended), BackupFresh (the
+	// newest successful backup is as recent as the schedule promises), DrillPassed. See the
+	// Condition* constants.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -20,13 +20,15 @@ const (
 // through the etcd membership API until spec.size members are started and voting.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=etcd;etcdcluster,categories=etcd
+// +kubebuilder:resource:shortName=etcd;etcdcluster,categories=etcd-operator
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`,description="Members that are started, voting and healthy"
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.readyMembers`,description="Members that are started, voting and healthy"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Version every member runs"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition: the object reached the state its spec asks for"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready",priority=1
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
@@ -244,7 +246,8 @@ type ClusterStatus struct {
 	// +optional
 	ControlPaused bool `json:"controlPaused,omitempty"`
 
-	// conditions: Available, Progressing, Scaling, Upgrading, Degraded, Paused. See the
+	// conditions: Ready (with Reconciling or Stalled while it is False, the kstatus
+	// conventions), Available, Progressing, Scaling, Upgrading, Degraded, Paused. See the
 	// Condition* and Reason* constants for their meaning.
 	// +listType=map
 	// +listMapKey=type

@@ -13,10 +13,12 @@ import (
 // restore succeeds only once the cluster is Available and holds the backup's revision.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=etcdrestore,categories=etcd
+// +kubebuilder:resource:shortName=etcdrestore,categories=etcd-operator
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.etcdCluster.name`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition: the object reached the state its spec asks for"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready"
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.restoredRevision`
 // +kubebuilder:printcolumn:name="Verified",type=boolean,JSONPath=`.status.verification.passed`,description="Keyspace hash and key count matched on every member"
 // +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.duration`,description="Time to restore (RTO)"
@@ -130,7 +132,8 @@ type RestoreStatus struct {
 	// +optional
 	Phase RestorePhase `json:"phase,omitempty"`
 
-	// conditions: BackupVerified, Seeded, Complete, Failed. See the Condition* constants.
+	// conditions: Ready (with Reconciling or Stalled while it is False, the kstatus
+	// conventions), BackupVerified, Seeded, Complete, Failed. See the Condition* constants.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
