@@ -2,21 +2,18 @@ package etcdcluster
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -87,7 +84,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	if len(endpoints) == 0 {
 		return obs, nil
 	}
-	tlsCfg, err := r.operatorTLS(ctx, c)
+	tlsCfg, err := kubesecret.OperatorTLS(ctx, r.Client, c)
 	if err != nil {
 		return nil, err
 	}
@@ -152,26 +149,3 @@ func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	wg.Wait()
 }
 
-// errSecretNotFound marks a missing TLS secret, reported as a condition.
-var errSecretNotFound = errors.New("TLS secret not found")
-
-// operatorTLS loads the operator's client certificate for c, or nil for a plaintext cluster.
-func (r *Reconciler) operatorTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*tls.Config, error) {
-	if !c.Spec.TLS.IsSecureClient() {
-		return nil, nil
-	}
-	name := c.Spec.TLS.Static.OperatorSecret
-	s := &corev1.Secret{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, s); err != nil {
-		return nil, fmt.Errorf("getting operator TLS secret %s/%s: %w: %w", c.Namespace, name, errSecretNotFound, err)
-	}
-	cert, err := tls.X509KeyPair(s.Data["etcd-client.crt"], s.Data["etcd-client.key"])
-	if err != nil {
-		return nil, fmt.Errorf("parsing etcd-client.crt/key of secret %s/%s: %w", c.Namespace, name, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(s.Data["etcd-client-ca.crt"]) {
-		return nil, fmt.Errorf("parsing etcd-client-ca.crt of secret %s/%s: no certificate", c.Namespace, name)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}

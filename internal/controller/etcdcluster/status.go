@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -208,9 +209,10 @@ func setFailure(c *etcdv1beta2.EtcdCluster, err error) {
 
 // failureReason is the Degraded reason of an error that stopped a pass or a step.
 func failureReason(err error) string {
+	if why := reason.Of(err); why != "" { // SecretNotFound, InvalidCredentials
+		return why
+	}
 	switch {
-	case errors.Is(err, errSecretNotFound):
-		return etcdv1beta2.ReasonSecretNotFound
 	case errors.Is(err, errNotOwned):
 		return etcdv1beta2.ReasonNotOwned
 	}
