@@ -2,8 +2,8 @@ package cluster
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 )
 
 // MinUpgradeFrom35 is the oldest 3.5 patch release that may move to 3.6: etcd asks 3.5
@@ -15,26 +15,91 @@ const MinUpgradeFrom35 = "3.5.26"
 // before 3.6.
 const Newest35 = "3.5.35"
 
+// ParseVersion parses an etcd version, MAJOR.MINOR.PATCH with an optional "v" prefix and an
+// optional pre-release or build suffix ("3.6.16", "v3.5.35", "3.6.0-rc.1"). Anything else
+// (a missing patch number, a non-numeric part, a leading zero) is an error that names the
+// string; nothing is guessed.
+func ParseVersion(v string) (*utilversion.Version, error) {
+	pv, err := utilversion.ParseSemantic(v)
+	if err != nil {
+		return nil, fmt.Errorf("invalid etcd version %q (want MAJOR.MINOR.PATCH, e.g. 3.6.16): %w", v, err)
+	}
+	return pv, nil
+}
+
+// Compare compares two etcd versions: -1, 0 or 1, or an error naming the malformed one.
+func Compare(a, b string) (int, error) {
+	pa, err := ParseVersion(a)
+	if err != nil {
+		return 0, err
+	}
+	pb, err := ParseVersion(b)
+	if err != nil {
+		return 0, err
+	}
+	return order(pa, pb), nil
+}
+
+func order(a, b *utilversion.Version) int {
+	switch {
+	case a.LessThan(b):
+		return -1
+	case a.GreaterThan(b):
+		return 1
+	}
+	return 0
+}
+
+// CompareVersions orders two versions for picking the lowest of a set: -1, 0 or 1. Well-formed
+// versions compare as Compare does. A malformed version sorts before every well-formed one (two
+// malformed ones by their text), so the lowest of a set is the malformed version and
+// CheckUpgrade, which parses it, reports it to the caller instead of treating it as 0.0.0.
+func CompareVersions(a, b string) int {
+	pa, errA := ParseVersion(a)
+	pb, errB := ParseVersion(b)
+	switch {
+	case errA != nil && errB != nil:
+		return compareStrings(a, b)
+	case errA != nil:
+		return -1
+	case errB != nil:
+		return 1
+	}
+	return order(pa, pb)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // CheckUpgrade reports whether members running from may move to to: the same minor release
 // (any patch), or 3.5 -> 3.6 from 3.5.26 or newer. Everything else (downgrades across minors,
-// skipped minors, 3.6 from an older 3.5 patch) is an error that says why and what to do.
+// skipped minors, 3.6 from an older 3.5 patch) is an error that says why and what to do, and
+// so is a malformed version.
 func CheckUpgrade(from, to string) error {
 	if from == "" || from == to {
 		return nil
 	}
-	fMaj, fMin, err := minor(from)
+	f, err := ParseVersion(from)
 	if err != nil {
-		return err
+		return fmt.Errorf("the members run an unrecognised version: %w", err)
 	}
-	tMaj, tMin, err := minor(to)
+	t, err := ParseVersion(to)
 	if err != nil {
-		return err
+		return fmt.Errorf("spec.version: %w", err)
 	}
+	fMaj, fMin, tMaj, tMin := f.Major(), f.Minor(), t.Major(), t.Minor()
 	switch {
 	case fMaj == tMaj && fMin == tMin:
 		return nil
-	case fMaj == tMaj && tMin == fMin+1 && fMaj == 3 && fMin == 5:
-		if CompareVersions(from, MinUpgradeFrom35) < 0 {
+	case fMaj == 3 && tMaj == 3 && fMin == 5 && tMin == 6:
+		if f.LessThan(utilversion.MustParseSemantic(MinUpgradeFrom35)) {
 			return fmt.Errorf("upgrading etcd from %s to %s is refused: etcd 3.5 must run %s or newer before it moves to 3.6; set spec.version to %s or newer (the newest 3.5 release, e.g. %s) first, then to %s", from, to, MinUpgradeFrom35, MinUpgradeFrom35, Newest35, to)
 		}
 		return nil
@@ -42,39 +107,4 @@ func CheckUpgrade(from, to string) error {
 		return fmt.Errorf("downgrading etcd from %s to %s is not supported: restore a backup into a new cluster instead", from, to)
 	}
 	return fmt.Errorf("upgrading etcd from %s to %s is not a supported path: upgrade one minor release at a time (3.5 -> 3.6)", from, to)
-}
-
-// CompareVersions compares two MAJOR.MINOR.PATCH versions: -1, 0 or 1.
-func CompareVersions(a, b string) int {
-	pa, pb := parts(a), parts(b)
-	for i := 0; i < 3; i++ {
-		if pa[i] != pb[i] {
-			if pa[i] < pb[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
-func parts(v string) [3]int {
-	var out [3]int
-	for i, s := range strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3) {
-		out[i], _ = strconv.Atoi(s)
-	}
-	return out
-}
-
-func minor(v string) (int, int, error) {
-	s := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	if len(s) < 2 {
-		return 0, 0, fmt.Errorf("invalid etcd version %q", v)
-	}
-	maj, err1 := strconv.Atoi(s[0])
-	min, err2 := strconv.Atoi(s[1])
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("invalid etcd version %q", v)
-	}
-	return maj, min, nil
 }
