@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
@@ -68,7 +67,7 @@ func Main(binary string, args []string, setups ...SetupFunc) int {
 		fmt.Fprintf(os.Stderr, "%s: invalid flags: %v\n", binary, err)
 		return 2
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+	SetupLogging(&opts.Zap, os.Stderr)
 	log := ctrl.Log.WithName(binary)
 	log.Info("Starting", "version", version.String(binary), "config", opts.String())
 
