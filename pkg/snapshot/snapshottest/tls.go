@@ -24,12 +24,23 @@ type Certs struct {
 	ClientCert, ClientKey     []byte
 	caKey                     *ecdsa.PrivateKey
 	caTmpl                    *x509.Certificate
+	ips                       []net.IP
 }
 
 // NewCerts makes a CA, a server certificate for 127.0.0.1 and a client certificate.
 func NewCerts(t testing.TB) *Certs {
 	t.Helper()
+	return NewCertsFor(t, "127.0.0.1")
+}
+
+// NewCertsFor is NewCerts with certificates for the given IP addresses (e.g. the local
+// cluster's bridge address, for a server that pods reach).
+func NewCertsFor(t testing.TB, ips ...string) *Certs {
+	t.Helper()
 	c := &Certs{Dir: t.TempDir()}
+	for _, ip := range ips {
+		c.ips = append(c.ips, net.ParseIP(ip))
+	}
 	var err error
 	if c.caKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
 		t.Fatal(err)
@@ -64,7 +75,7 @@ func (c *Certs) issue(t testing.TB, serial int64, cn string, usage x509.ExtKeyUs
 		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		IPAddresses: c.ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.caTmpl, &key.PublicKey, c.caKey)
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,8 @@ type ObjStores struct {
 	GCSEndpoint string
 	// ABSEndpoint is the blob service URL, http://<host>:<port>/<account>.
 	ABSEndpoint, ABSAccount, ABSKey string
+	// S3CA is the PEM CA of an S3 endpoint behind a private CA (TLSMinIO); nil: public roots.
+	S3CA []byte
 }
 
 // ObjectStores reads $E2E_OBJSTORES_ENV (default <repo>/.cache/objstores/pods.env). When the file
@@ -189,11 +192,16 @@ func (s *ObjStores) NewBucket(t testing.TB, typ etcdv1beta2.BackupStorageType) *
 func (s *ObjStores) createBucket(ctx context.Context, typ etcdv1beta2.BackupStorageType, name string) error {
 	switch typ {
 	case etcdv1beta2.BackupStorageTypeS3:
+		tr, err := backend.HTTPTransport(s.S3CA)
+		if err != nil {
+			return err
+		}
 		c := s3.New(s3.Options{
 			Region: s.S3Region, BaseEndpoint: aws.String(s.S3Endpoint), UsePathStyle: true,
 			Credentials: credentials.NewStaticCredentialsProvider(s.S3AccessKey, s.S3SecretKey, ""),
+			HTTPClient:  &http.Client{Transport: tr},
 		})
-		_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+		_, err = c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
 		return err
 	case etcdv1beta2.BackupStorageTypeGCS:
 		c, err := storage.NewClient(ctx, option.WithEndpoint(s.GCSEndpoint), option.WithoutAuthentication())
@@ -275,7 +283,7 @@ func (b *Bucket) FactoryConfig() factory.Config {
 	cfg := factory.Config{Type: factory.Type(b.Type), Bucket: b.Name}
 	switch b.Type {
 	case etcdv1beta2.BackupStorageTypeS3:
-		cfg.Secret, cfg.Endpoint, cfg.ForcePathStyle = b.SecretData(), s.S3Endpoint, true
+		cfg.Secret, cfg.Endpoint, cfg.ForcePathStyle, cfg.CABundle = b.SecretData(), s.S3Endpoint, true, s.S3CA
 	case etcdv1beta2.BackupStorageTypeGCS:
 		cfg.Endpoint, cfg.Anonymous = s.GCSEndpoint, true
 	default:
