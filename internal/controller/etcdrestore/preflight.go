@@ -3,8 +3,6 @@ package etcdrestore
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	clusterversion "github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // noChange ends the message of every preflight failure.
@@ -54,30 +53,40 @@ func (r *Reconciler) checkVersion(ctx context.Context, rs *etcdv1beta2.EtcdResto
 		if b.Status.Location != rs.Status.BackupLocation || b.Status.EtcdVersion == "" {
 			continue
 		}
-		if newerMinor(b.Status.EtcdVersion, version) {
-			bMaj, bMin := majorMinor(b.Status.EtcdVersion)
-			return reason.Errorf(etcdv1beta2.ReasonIncompatibleVersion, "the backup was taken from etcd %s (EtcdBackup %s) but the restored cluster would run etcd %s, an older release that cannot be trusted with a newer one's data: restore into a cluster whose version is %d.%d or newer"+noChange,
-				b.Status.EtcdVersion, b.Name, version, bMaj, bMin)
+		newer, err := newerMinor(b.Status.EtcdVersion, version)
+		if err != nil {
+			return reason.Errorf(etcdv1beta2.ReasonIncompatibleVersion, "comparing the backup's etcd version (EtcdBackup %s) with the cluster's: %w"+noChange, b.Name, err)
+		}
+		if newer {
+			return reason.Errorf(etcdv1beta2.ReasonIncompatibleVersion, "the backup was taken from etcd %s (EtcdBackup %s) but the restored cluster would run etcd %s, an older release that cannot be trusted with a newer one's data: restore into a cluster whose version is %s or newer"+noChange,
+				b.Status.EtcdVersion, b.Name, version, majorMinor(b.Status.EtcdVersion))
 		}
 		return nil
 	}
 	return nil
 }
 
-// newerMinor reports whether version a is of a newer major.minor release than b.
-func newerMinor(a, b string) bool {
-	aMaj, aMin := majorMinor(a)
-	bMaj, bMin := majorMinor(b)
-	return aMaj > bMaj || (aMaj == bMaj && aMin > bMin)
+// newerMinor reports whether etcd version a is of a newer major.minor release than b. A
+// malformed version is an error: whether the data fits the cluster cannot be told.
+func newerMinor(a, b string) (bool, error) {
+	va, err := clusterversion.ParseVersion(a)
+	if err != nil {
+		return false, err
+	}
+	vb, err := clusterversion.ParseVersion(b)
+	if err != nil {
+		return false, err
+	}
+	return va.Major() > vb.Major() || (va.Major() == vb.Major() && va.Minor() > vb.Minor()), nil
 }
 
-func majorMinor(v string) (int, int) {
-	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	var out [2]int
-	for i := 0; i < len(parts) && i < 2; i++ {
-		out[i], _ = strconv.Atoi(parts[i])
+// majorMinor is "MAJOR.MINOR" of a version newerMinor parsed.
+func majorMinor(v string) string {
+	pv, err := clusterversion.ParseVersion(v)
+	if err != nil {
+		return v
 	}
-	return out[0], out[1]
+	return fmt.Sprintf("%d.%d", pv.Major(), pv.Minor())
 }
 
 // checkSecrets checks the Secrets the seed pod mounts: the storage credentials (they exist and

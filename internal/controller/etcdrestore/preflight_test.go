@@ -102,16 +102,20 @@ func TestPreflightNeedsAgentImage(t *testing.T) {
 func TestVersionOrder(t *testing.T) {
 	for _, tc := range []struct {
 		backup, cluster string
-		newer           bool
+		newer, invalid  bool
 	}{
-		{"3.6.16", "3.5.21", true},
-		{"3.5.21", "3.6.16", false},
-		{"3.6.16", "v3.6.0", false},
-		{"v3.6.1", "3.6.16", false},
-		{"4.0.0", "3.6.16", true},
+		{"3.6.16", "3.5.21", true, false},
+		{"3.5.21", "3.6.16", false, false},
+		{"3.6.16", "v3.6.0", false, false},
+		{"v3.6.1", "3.6.16", false, false},
+		{"4.0.0", "3.6.16", true, false},
+		// Was read as 0.0 (older than anything) and let through.
+		{"3.6", "3.5.21", false, true},
+		{"3.6.16", "latest", false, true},
 	} {
-		if got := newerMinor(tc.backup, tc.cluster); got != tc.newer {
-			t.Errorf("newerMinor(%s, %s) = %v", tc.backup, tc.cluster, got)
+		got, err := newerMinor(tc.backup, tc.cluster)
+		if got != tc.newer || (err != nil) != tc.invalid {
+			t.Errorf("newerMinor(%s, %s) = %v, %v; want %v, invalid %v", tc.backup, tc.cluster, got, err, tc.newer, tc.invalid)
 		}
 	}
 }
