@@ -85,4 +85,5 @@ func (r *Reconciler) setConditions(obj *etcdv1beta2.EtcdBackup, complete, failed
 			Type: c.typ, Status: c.status, Reason: reason, Message: msg, ObservedGeneration: obj.Generation,
 		})
 	}
+	setReady(obj)
 }

@@ -97,14 +97,14 @@ func (r *Reconciler) drillIfDue(ctx context.Context, s *etcdv1beta2.EtcdBackupSc
 	}
 
 	// Drills newly enabled (or re-enabled) start with the next run; otherwise runs count from
-	// the last drill, the schedule's creation, or when it last became Ready.
+	// the last drill, the schedule's creation, or when it last became Scheduling.
 	since := now
 	if s.Status.NextDrillTime != nil {
 		since = s.CreationTimestamp.Time
 		if t := s.Status.LastDrillTime; t != nil && t.After(since) {
 			since = t.Time
 		}
-		if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionReady); c != nil && c.LastTransitionTime.After(since) {
+		if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionScheduling); c != nil && c.LastTransitionTime.After(since) {
 			since = c.LastTransitionTime.Time
 		}
 	}

@@ -83,13 +83,14 @@ func (r *Reconciler) now() time.Time {
 //     the newest finished one becomes status.lastDrill and DrillPassed (drill.go); apply the
 //     history limits (never to a backup a running drill restores) and, after a new success,
 //     retention of the objects in the bucket.
-//  3. Parse schedule and time zone; invalid -> Ready=False with the reason, Warning event, no
-//     requeue (an edit triggers the next pass).
-//  4. Suspended -> Ready=False Suspended, no runs.
+//  3. Parse schedule and time zone; invalid -> Scheduling=False with the reason, Warning event,
+//     no requeue (an edit triggers the next pass).
+//  4. Suspended -> Scheduling=False Suspended, no runs.
 //  5. Plan at the clock's now from lastScheduleTime: create the due run's EtcdBackup (one
 //     deterministic name per run, so retries never duplicate) subject to concurrencyPolicy.
 //  6. The same for restoreDrill: create the due drill's EtcdRestore, one at a time.
-//  7. One deferred status patch; RequeueAfter until the next run or drill (or until the newest
+//  7. Ready (with Stalled) from Scheduling, the newest finished backup and DrillPassed; one
+//     deferred status patch; RequeueAfter until the next run or drill (or until the newest
 //     backup turns stale, if sooner).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	s := &etcdv1beta2.EtcdBackupSchedule{}
@@ -111,6 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	defer r.setReady(s, children) // before the status patch: deferred calls run last first
 	drills, err := r.observeDrills(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -126,9 +128,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if s.Spec.Suspend != nil && *s.Spec.Suspend {
-		r.setReady(s, false, etcdv1beta2.ReasonScheduleSuspended, "spec.suspend is true: no backups or restore drills are started")
+		r.setScheduling(s, false, etcdv1beta2.ReasonScheduleSuspended, "spec.suspend is true: no backups or restore drills are started")
 		s.Status.NextScheduleTime, s.Status.NextDrillTime = nil, nil
 		r.setFreshness(s, sched, now)
+		s.Status.ObservedGeneration = s.Generation
 		return ctrl.Result{}, nil
 	}
 	result, err := r.runIfDue(ctx, s, sched, children, now)

@@ -19,8 +19,8 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// parse parses the schedule; an invalid one (that slipped past admission) sets Ready=False with
-// InvalidSchedule or InvalidTimeZone and a Warning event.
+// parse parses the schedule; an invalid one (that slipped past admission) sets
+// Scheduling=False with InvalidSchedule or InvalidTimeZone and a Warning event.
 func (r *Reconciler) parse(s *etcdv1beta2.EtcdBackupSchedule) (*Schedule, bool) {
 	sched, err := Parse(s.Spec.Schedule, s.Spec.TimeZone)
 	if err == nil {
@@ -30,23 +30,24 @@ func (r *Reconciler) parse(s *etcdv1beta2.EtcdBackupSchedule) (*Schedule, bool) 
 	if errors.Is(err, ErrInvalidTimeZone) {
 		reason = etcdv1beta2.ReasonInvalidTimeZone
 	}
-	if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionReady); c == nil || c.Reason != reason || c.ObservedGeneration != s.Generation {
+	if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionScheduling); c == nil || c.Reason != reason || c.ObservedGeneration != s.Generation {
 		r.Recorder.Event(s, "Warning", reason, err.Error())
 	}
-	r.setReady(s, false, reason, err.Error())
+	r.setScheduling(s, false, reason, err.Error())
 	s.Status.NextScheduleTime = nil
 	s.Status.ObservedGeneration = s.Generation
 	return nil, false
 }
 
 // since is the time after which runs count: the last scheduled run, the schedule's creation, or
-// when the schedule last became Ready (runs missed while suspended or invalid are not made up).
+// when the schedule last became Scheduling (runs missed while suspended or invalid are not made
+// up).
 func (r *Reconciler) since(s *etcdv1beta2.EtcdBackupSchedule, now time.Time) time.Time {
 	since := s.CreationTimestamp.Time
 	if t := s.Status.LastScheduleTime; t != nil && t.After(since) {
 		since = t.Time
 	}
-	switch c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionReady); {
+	switch c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionScheduling); {
 	case c == nil:
 	case c.Status != metav1.ConditionTrue:
 		since = now // becoming Ready in this pass
@@ -66,7 +67,7 @@ func (r *Reconciler) runIfDue(ctx context.Context, s *etcdv1beta2.EtcdBackupSche
 		deadline = &dd
 	}
 	plan := sched.PlanAt(r.since(s, now), now, deadline)
-	r.setReady(s, true, etcdv1beta2.ReasonAsExpected, fmt.Sprintf("Next backup at %s", plan.Next.UTC().Format(time.RFC3339)))
+	r.setScheduling(s, true, etcdv1beta2.ReasonAsExpected, fmt.Sprintf("Next backup at %s", plan.Next.UTC().Format(time.RFC3339)))
 	s.Status.NextScheduleTime = &metav1.Time{Time: plan.Next}
 	requeue := ctrl.Result{RequeueAfter: max(time.Second, plan.Next.Sub(now))}
 	if plan.TooLate {

@@ -10,15 +10,15 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// setReady sets the Ready condition; the transition time comes from the controller's clock,
-// because since() reads it back.
-func (r *Reconciler) setReady(s *etcdv1beta2.EtcdBackupSchedule, ready bool, reason, msg string) {
+// setScheduling sets the Scheduling condition (valid and not suspended: runs are started);
+// the transition time comes from the controller's clock, because since() reads it back.
+func (r *Reconciler) setScheduling(s *etcdv1beta2.EtcdBackupSchedule, ready bool, reason, msg string) {
 	status := metav1.ConditionFalse
 	if ready {
 		status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.ScheduleConditionReady, Status: status, Reason: reason, Message: msg,
+		Type: etcdv1beta2.ScheduleConditionScheduling, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: s.Generation, LastTransitionTime: metav1.Time{Time: r.now()},
 	})
 }

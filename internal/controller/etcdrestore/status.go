@@ -23,6 +23,9 @@ func (r *Reconciler) setCondition(rs *etcdv1beta2.EtcdRestore, typ string, statu
 	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: rs.Generation,
 	})
+	if typ == etcdv1beta2.RestoreConditionComplete || typ == etcdv1beta2.RestoreConditionFailed {
+		setReady(rs)
+	}
 }
 
 // progress records what the restore is doing now, without finishing it.
