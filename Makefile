@@ -46,8 +46,12 @@ vet: ## Run go vet (all build tags).
 	go vet -tags e2e ./test/...
 
 .PHONY: lint
-lint: vet ## Static checks: gofmt and go vet.
-	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "not gofmt-ed:"; echo "$$out"; exit 1; }
+lint: ## Static checks: gofmt, go vet, golangci-lint (.golangci.yml; also -tags e2e), shellcheck on hack/ and .ci/.
+	hack/lint.sh
+
+.PHONY: vulncheck
+vulncheck: ## govulncheck ./... (needs the Go vulnerability database: GOVULNDB, default https://vuln.go.dev; not in CI).
+	hack/lint.sh vulncheck
 
 ##@ Docs and Helm chart
 .PHONY: api-docs

@@ -67,6 +67,7 @@ rendered() {
     name="$IMG" tag=latest
   fi
   if [ "$IMG" = etcd-operator:dev ]; then
+    # shellcheck disable=SC2012 # newest by mtime; the names are our own operator-<platform>.tar.id
     idfile="$(ls -t "$CACHE_DIR"/images/operator-*.tar.id 2>/dev/null | head -1 || true)"
     [ -z "$idfile" ] || id="$(sed -n 's/^id=\(sha256:[0-9a-f]*\).*/\1/p' "$idfile")"
   fi
@@ -150,11 +151,13 @@ delete() {
     manifests="$(rendered operators)"
     k delete --ignore-not-found --wait --timeout=180s -f - <<<"$manifests" >/dev/null
     log "kept the CRDs ${CRDS[*]/%/.$GROUP} and $(grep -c . <<<"$crs" || true) custom resources; DELETE_CRDS=yes would delete:"
+    # shellcheck disable=SC2001 # indents every line of a multi-line list
     [ -z "$crs" ] || sed 's/^/  /' <<<"$crs" >&2
     return 0
   fi
   manifests="$(rendered)"
   log "DELETE_CRDS=yes: deleting $(grep -c . <<<"$crs" || true) custom resources, the CRDs and the operators from $(server)"
+  # shellcheck disable=SC2001 # indents every line of a multi-line list
   [ -z "$crs" ] || sed 's/^/  /' <<<"$crs" >&2
   for c in "${CRDS[@]}"; do
     if k get crd "$c.$GROUP" >/dev/null 2>&1; then

@@ -30,8 +30,11 @@ source "$ROOT_DIR/hack/local-cluster/env.sh"
 IMG="${IMG:-etcd-operator:dev}"
 PLATFORMS="${PLATFORMS:-linux/amd64 linux/arm64}"
 CA_ROOTS_PATH=/etc/ssl/certs/ca-certificates.crt
+# shellcheck disable=SC2015 # the fallback is meant whether cd or git fails
 VERSION="${VERSION:-$(cd "$ROOT_DIR" && git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+# shellcheck disable=SC2015 # as above
 COMMIT="${COMMIT:-$(cd "$ROOT_DIR" && git rev-parse HEAD 2>/dev/null || true)}"
+# shellcheck disable=SC2015 # as above
 BUILD_DATE="${BUILD_DATE:-$(cd "$ROOT_DIR" && TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || true)}"
 ETCD_REPOSITORY="${ETCD_REPOSITORY:-quay.io/coreos/etcd}"
 # Archives go to IMAGES_DIR (hack/release.sh and the release tests use their own, so that they
@@ -179,6 +182,7 @@ operator_image() {
 
 push_image() {
   local args start=$SECONDS
+  # shellcheck disable=SC2015 # either test failing is the error
   [ "$IMG" != etcd-operator:dev ] && [[ "$IMG" == */* ]] ||
     { log "ERROR: set IMG to a registry reference, e.g. IMG=registry.example.com/etcd-operator:v0.2.0"; exit 2; }
   have_operator_sources || exit 1

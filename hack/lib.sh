@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034 # the variables are used by the scripts that source this file
 # Shared settings for the hack/ scripts. Source it; do not run it.
 # Every version the project builds is pinned here, and every binary is cached under
 # $CACHE_DIR keyed by that version, so a second run starts in seconds.

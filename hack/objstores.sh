@@ -188,11 +188,11 @@ up() {
 }
 
 stop() {
-  local name="$1" pid i
+  local name="$1" pid
   pid="$(pid_of "$name")"
   if running "$name"; then
     kill "$pid"
-    for i in $(seq 1 40); do
+    for _ in $(seq 1 40); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.25
     done

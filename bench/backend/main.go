@@ -99,12 +99,11 @@ func mib(n uint64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 
 // result is one upload.
 type result struct {
-	dur              time.Duration
-	heap, live, rss  uint64
-	throughputMiBps  float64
-	size             int64
-	raw              bool
-	target, partDesc string
+	dur             time.Duration
+	heap, live, rss uint64
+	throughputMiBps float64
+	size            int64
+	raw             bool
 }
 
 func run(ctx context.Context, providers []string, cfg config) (bool, error) {
@@ -231,8 +230,11 @@ func upload(ctx context.Context, t *target, size int64, block []byte, raw bool) 
 	}
 	if !raw {
 		info, err := t.ours.Stat(ctx, key)
-		if err != nil || info.Size != size {
-			return result{}, fmt.Errorf("%s: stored object %+v, %v; want %d bytes", t.name, info, err, size)
+		if err != nil {
+			return result{}, fmt.Errorf("%s: stat of the stored object: %w", t.name, err)
+		}
+		if info.Size != size {
+			return result{}, fmt.Errorf("%s: stored object %+v; want %d bytes", t.name, info, size)
 		}
 	}
 	if err := t.ours.Delete(ctx, key); err != nil {

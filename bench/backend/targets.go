@@ -67,7 +67,7 @@ func newS3Target(ctx context.Context, bucket string) (*target, error) {
 	if _, err := client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		return nil, fmt.Errorf("creating bucket: %w", err)
 	}
-	up := manager.NewUploader(client, func(u *manager.Uploader) { //nolint:staticcheck // as pkg/backend/s3
+	up := manager.NewUploader(client, func(u *manager.Uploader) {
 		u.PartSize, u.Concurrency = s3.DefaultPartSize, s3.DefaultConcurrency
 	})
 	return &target{

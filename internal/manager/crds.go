@@ -33,7 +33,6 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) 
 	for _, obj := range crds {
 		obj.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 		obj.ManagedFields = nil
-		//nolint:staticcheck // client.Apply with an unstructured-free typed object is the simplest SSA here.
 		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("etcd-operator-suite"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying CRD %s: %w", obj.Name, err)
 		}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // etcdBinary finds the etcd the project builds (hack/build-etcd.sh), or skips.
@@ -67,16 +69,12 @@ func (p proc) start(t *testing.T, bin, state, initial string) (stop func()) {
 
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var err error
+	if wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err = f()
+		return err == nil, nil
+	}) != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 

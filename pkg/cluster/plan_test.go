@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,8 +17,8 @@ func newWorld() *world {
 // member adds member c-<i> (ID i+1); started members answer status unless down; a pod runs
 // version v unless noPod.
 func (w *world) member(i int, opts ...string) *world {
-	name := "c-" + string(rune('0'+i))
-	m := Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{"http://" + name + ".c.ns.svc:2380"}}
+	name := "c-" + strconv.Itoa(i)
+	m := Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{"http://" + name + ".c.ns.svc:2380"}} //nolint:gosec // i is a small member index
 	pod, healthy := true, true
 	for _, o := range opts {
 		switch o {

@@ -245,7 +245,7 @@ type streamReader struct{ r io.Reader }
 
 func (s *streamReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		err = fmt.Errorf("%w: %w", ErrStream, err)
 	}
 	return n, err

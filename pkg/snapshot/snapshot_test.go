@@ -163,7 +163,9 @@ func TestTakeTimeout(t *testing.T) {
 	cfg := config(e.Endpoint)
 	cfg.Timeout = 50 * time.Millisecond
 	mem := memory.New()
-	slow := &killingBackend{Backend: mem, after: 1 << 20, kill: func() { time.Sleep(200 * time.Millisecond) }}
+	slow := &killingBackend{Backend: mem, after: 1 << 20, kill: func() {
+		time.Sleep(200 * time.Millisecond) //nolint:forbidigo // a backend that stalls past the snapshot timeout, on purpose
+	}}
 	_, err := snapshot.Take(t.Context(), cfg, slow)
 	if !errors.Is(err, snapshot.ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)

@@ -3,6 +3,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -112,35 +114,38 @@ func TestBinariesStartBecomeReadyAndStopOnSIGTERM(t *testing.T) {
 
 func waitReady(t *testing.T, url string, done <-chan error, logs *strings.Builder) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-done:
 			t.Fatalf("binary exited before it was ready (%v); logs:\n%s", err, logs.String())
 		default:
 		}
-		resp, err := http.Get(url) //nolint:gosec,noctx // test probe of a loopback address
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
 		}
-		time.Sleep(200 * time.Millisecond)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err == nil {
+		return
 	}
 	t.Fatalf("%s never answered 200; logs:\n%s", url, logs.String())
 }
 
 func waitLease(t *testing.T, name string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		lease := &coordinationv1.Lease{}
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, lease)
-		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, lease)
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", nil
+	})
+	if err == nil {
+		return
 	}
 	t.Fatalf("leader election Lease %s was never acquired", name)
 }
@@ -162,8 +167,8 @@ func TestVersionFlag(t *testing.T) {
 func TestInvalidFlagsExit2(t *testing.T) {
 	cmd := exec.Command(filepath.Join(bins, "backup-operator"), "--max-concurrent-reconciles=0")
 	out, err := cmd.CombinedOutput()
-	exitErr, ok := err.(*exec.ExitError)
-	if !ok || exitErr.ExitCode() != 2 {
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 {
 		t.Fatalf("expected exit code 2, got %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "--max-concurrent-reconciles must be at least 1") {

@@ -65,7 +65,7 @@ func testList(t *testing.T, b backend.Backend, root string) {
 					t.Errorf("List: %q has size %d, want %d", info.Key, info.Size, len(info.Key))
 				}
 			}
-			if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			if !slices.Equal(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
 				t.Fatalf("List(%q) returned %d keys, want %d sorted keys; first difference: %s",
 					tc.prefix, len(got), len(tc.want), firstDiff(got, tc.want))
 			}

@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	// io.Reader of unknown size with a bounded pool of part buffers, and aborts the multipart
 	// upload on failure (LeavePartsOnError false, its default, set explicitly here). Revisit when
 	// transfermanager reaches 1.0.
-	uploader := manager.NewUploader(client, func(u *manager.Uploader) { //nolint:staticcheck // see above
+	uploader := manager.NewUploader(client, func(u *manager.Uploader) {
 		u.PartSize = cfg.PartSize
 		u.Concurrency = cfg.Concurrency
 		u.LeavePartsOnError = false

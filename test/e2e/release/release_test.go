@@ -110,7 +110,11 @@ func startRegistry(t *testing.T, root, addr string) {
 	}
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	framework.Eventually(t, 30*time.Second, "the registry to answer on "+addr, func(ctx context.Context) (bool, error) {
-		resp, err := http.Get("http://" + addr + "/v2/")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v2/", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false, nil
 		}
