@@ -7,10 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 )
 
 // Options configures one operator binary.
@@ -34,6 +37,16 @@ type Options struct {
 	// SeedAgentImage is the image with the restore-operator binary that restore seed pods run
 	// (restore-operator only); empty: the operator's own image.
 	SeedAgentImage string
+	// AmbientCredentials lists the buckets ("<S3|ABS|GCS>:<bucket glob>") that storage blocks
+	// without a credentials Secret may reach with the operator's own cloud identity
+	// (backup-operator, restore-operator). Empty: none.
+	AmbientCredentials string
+	// Ambient is AmbientCredentials parsed (Validate fills it).
+	Ambient storage.AmbientPolicy
+	// AllowedEtcdEndpoints lists host globs (path.Match, "host" or "host:port") that an
+	// EtcdBackup of any namespace may name in etcdEndpoints besides the Services and pods of its
+	// own namespace (backup-operator). Empty: none.
+	AllowedEtcdEndpoints []string
 
 	// WatchNamespaces is WatchNamespace split on commas (Complete fills it); empty means all.
 	WatchNamespaces []string
@@ -71,6 +84,18 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.EtcdDialTimeout, "etcd-dial-timeout", o.EtcdDialTimeout, "Timeout for connecting to an etcd member.")
 	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout, "Timeout for one etcd request (member list, status, membership change).")
 	fs.StringVar(&o.SeedAgentImage, "seed-agent-image", o.SeedAgentImage, "restore-operator: image with the restore-operator binary that a restore's seed pod runs to fetch and restore the backup. Default: the operator's own image (read from its pod through POD_NAME and POD_NAMESPACE).")
+	fs.StringVar(&o.AmbientCredentials, "ambient-credentials", o.AmbientCredentials, "backup-operator, restore-operator: comma-separated buckets that a storage block without a credentials Secret may reach with the operator's own cloud identity (IRSA, workload identity, instance role), as <S3|ABS|GCS>:<bucket or glob>, e.g. S3:prod-etcd-backups,GCS:team-*. Empty (default): none; such blocks fail with AmbientCredentialsDenied. Never used for a block that names an endpoint.")
+	fs.Func("allowed-etcd-endpoints", "backup-operator: comma-separated hosts (or host:port, path.Match globs) that EtcdBackups of every namespace may name in etcdEndpoints, besides Services and pods of their own namespace. Empty (default): none.", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				if _, err := path.Match(h, ""); err != nil {
+					return fmt.Errorf("%q: %w", h, err)
+				}
+				o.AllowedEtcdEndpoints = append(o.AllowedEtcdEndpoints, h)
+			}
+		}
+		return nil
+	})
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long to wait for running reconciles on shutdown.")
 	o.Zap.BindFlags(fs)
 }
@@ -103,12 +128,17 @@ func (o *Options) Validate() error {
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id must not be empty with --leader-elect"))
 	}
+	ambient, err := storage.ParseAmbientPolicy(strings.Split(o.AmbientCredentials, ","))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--ambient-credentials: %w", err))
+	}
+	o.Ambient = ambient
 	return errors.Join(errs...)
 }
 
 // String renders the effective configuration for the start-up log.
 func (o *Options) String() string {
-	return fmt.Sprintf("leaderElect=%t leaderElectionID=%s leaderElectionNamespace=%q metrics=%s health=%s watchNamespaces=%v maxConcurrentReconciles=%d createCRD=%t etcdDialTimeout=%s etcdRequestTimeout=%s",
+	return fmt.Sprintf("leaderElect=%t leaderElectionID=%s leaderElectionNamespace=%q metrics=%s health=%s watchNamespaces=%v maxConcurrentReconciles=%d createCRD=%t etcdDialTimeout=%s etcdRequestTimeout=%s ambientCredentials=%q",
 		o.LeaderElect, o.LeaderElectionID, o.LeaderElectionNamespace, o.MetricsBindAddress, o.HealthProbeBindAddress,
-		o.WatchNamespaces, o.MaxConcurrentReconciles, o.CreateCRD, o.EtcdDialTimeout, o.EtcdRequestTimeout)
+		o.WatchNamespaces, o.MaxConcurrentReconciles, o.CreateCRD, o.EtcdDialTimeout, o.EtcdRequestTimeout, o.AmbientCredentials)
 }

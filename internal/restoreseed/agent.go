@@ -194,7 +194,7 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 		return nil, err
 	}
 
-	b, err := storage.Open(ctx, o.Location, storage.DirSecrets{Root: o.SecretsDir})
+	b, err := storage.Open(ctx, o.Location, storage.DirSecrets{Root: o.SecretsDir}, storage.TenantIdentity)
 	if err != nil {
 		return nil, err
 	}

@@ -104,10 +104,14 @@ type Store struct {
 // URLOf is the status URL of key in the store.
 func (s *Store) URLOf(key string) string { return s.WithKey(key).URL() }
 
-// Open reaches the store of l with its credentials and CA bundle from secrets. It makes no
-// network request. Errors carry a reason: SecretNotFound, InvalidSpec, or InvalidCredentials
-// for credentials or a CA bundle the provider cannot use.
-func Open(ctx context.Context, l Location, secrets Secrets) (*Store, error) {
+// Open reaches the store of l with its credentials and CA bundle from secrets; without a
+// credentials Secret, only where ambient allows the ambient identity. It makes no network
+// request. Errors carry a reason: AmbientCredentialsDenied, SecretNotFound, InvalidSpec, or
+// InvalidCredentials for credentials or a CA bundle the provider cannot use.
+func Open(ctx context.Context, l Location, secrets Secrets, ambient AmbientPolicy) (*Store, error) {
+	if err := ambient.Check(l); err != nil {
+		return nil, err
+	}
 	cfg, err := l.Config(ctx, secrets)
 	if err != nil {
 		return nil, err

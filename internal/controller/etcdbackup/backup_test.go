@@ -31,7 +31,7 @@ func newBackup(ns, name string, endpoints []string, bucket *storagetest.Bucket, 
 // objectSHA256 reads the object a backup's status points to and returns its sha256 and size.
 func objectSHA256(t *testing.T, b *etcdv1beta2.EtcdBackup) (string, int64) {
 	t.Helper()
-	store, err := openStore(t.Context(), k8s, b.Namespace, &b.Spec)
+	store, err := openStore(t.Context(), k8s, b.Namespace, &b.Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +114,11 @@ func TestFailures(t *testing.T) {
 			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
 				b.Spec.EtcdEndpoints, b.Spec.EtcdCluster = nil, &etcdv1beta2.EtcdClusterRef{Name: "nope"}
 			}},
+		// Another namespace's cluster (before: backed up and stored in this namespace's bucket).
+		{name: "another namespace's etcd", reason: etcdv1beta2.ReasonEndpointNotAllowed, attempts: 1,
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
+				b.Spec.EtcdEndpoints = []string{"http://db-client.kube-system.svc:2379"}
+			}},
 		{name: "unreachable etcd", reason: etcdv1beta2.ReasonEtcdUnreachable, attempts: MaxAttempts,
 			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
 				b.Spec.EtcdEndpoints = []string{"http://127.0.0.1:1"}
@@ -121,6 +126,16 @@ func TestFailures(t *testing.T) {
 		{name: "unreachable store", reason: etcdv1beta2.ReasonStorageUnreachable, attempts: MaxAttempts,
 			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
 				b.Spec.S3.Endpoint = "http://127.0.0.1:1"
+			}},
+		// No credentials Secret: the operator's own cloud identity is off (no --ambient-credentials)
+		// and never goes to an endpoint a spec names; before, the SDK's default chain was used.
+		{name: "no secret, ambient identity off", reason: etcdv1beta2.ReasonAmbientCredentialsDenied, attempts: 1,
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
+				b.Spec.S3.AWSSecret, b.Spec.S3.Endpoint = "", ""
+			}},
+		{name: "no secret, custom endpoint", reason: etcdv1beta2.ReasonAmbientCredentialsDenied, attempts: 1,
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
+				b.Spec.S3.AWSSecret = ""
 			}},
 		{name: "missing bucket", reason: etcdv1beta2.ReasonStorageUnreachable, attempts: MaxAttempts,
 			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, bucket *storagetest.Bucket) {
@@ -185,7 +200,7 @@ func TestPeriodicBackup(t *testing.T) {
 		_ = k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "periodic"}, b)
 		return b.Status.EtcdRevision == 1007, fmt.Sprint(b.Status.EtcdRevision)
 	})
-	store, err := openStore(t.Context(), k8s, ns, &b.Spec)
+	store, err := openStore(t.Context(), k8s, ns, &b.Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,18 @@ type target struct {
 	tls       *tls.Config
 }
 
-// resolveTarget returns the endpoints and client TLS of the backup's cluster: etcdEndpoints, or
-// the named EtcdCluster's ready members (per-pod DNS names), falling back to its client Service.
-func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec) (*target, error) {
-	t := &target{endpoints: spec.EtcdEndpoints}
+// resolveTarget returns the endpoints and client TLS of the backup's cluster: etcdEndpoints
+// (only in the backup's namespace or allowed, see namespacedEndpoints), or the named
+// EtcdCluster's ready members (per-pod DNS names), falling back to its client Service.
+func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec, allowed []string) (*target, error) {
+	t := &target{}
+	if spec.EtcdCluster == nil {
+		eps, err := namespacedEndpoints(ns, spec.EtcdEndpoints, allowed)
+		if err != nil {
+			return nil, err
+		}
+		t.endpoints = eps
+	}
 	tlsSecret := spec.ClientTLSSecret
 	if spec.EtcdCluster != nil {
 		cl := &etcdv1beta2.EtcdCluster{}

@@ -20,7 +20,7 @@ import (
 // putObjects writes small objects under keys into the store a backup spec names.
 func putObjects(t *testing.T, ns string, spec *etcdv1beta2.BackupSpec, keys ...string) *storage.Store {
 	t.Helper()
-	store, err := openStore(t.Context(), k8s, ns, spec)
+	store, err := openStore(t.Context(), k8s, ns, spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,11 @@ type outcome struct {
 // claims it, backup returns errClaimed.
 func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*outcome, error) {
 	spec := &obj.Spec
-	tgt, err := resolveTarget(ctx, r.Client, obj.Namespace, spec)
+	tgt, err := resolveTarget(ctx, r.Client, obj.Namespace, spec, r.Options.AllowedEtcdEndpoints)
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, r.Client, obj.Namespace, spec)
+	store, err := openStore(ctx, r.Client, obj.Namespace, spec, r.Options.Ambient)
 	if err != nil {
 		return nil, err
 	}

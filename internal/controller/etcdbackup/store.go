@@ -14,14 +14,15 @@ import (
 // metrics of every backend the operator opens, registered once.
 var backendMetrics *backend.Metrics
 
-// openStore opens the store a backup spec names, with its Secrets from namespace ns, and counts
-// its requests in the backend metrics. Errors carry a reason (see storage.Open).
-func openStore(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec) (*storage.Store, error) {
+// openStore opens the store a backup spec names, with its Secrets from namespace ns (ambient
+// credentials only as ambient allows), and counts its requests in the backend metrics. Errors
+// carry a reason (see storage.Open).
+func openStore(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec, ambient storage.AmbientPolicy) (*storage.Store, error) {
 	loc, err := storage.FromSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	store, err := storage.Open(ctx, loc, storage.APISecrets{Reader: c, Namespace: ns})
+	store, err := storage.Open(ctx, loc, storage.APISecrets{Reader: c, Namespace: ns}, ambient)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ func run(m *testing.M) int {
 		k8s = env.Client
 		opts := options.New("backup-operator")
 		opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
+		opts.AllowedEtcdEndpoints = []string{"127.0.0.1"} // the tests' etcd runs on loopback
 		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, RetryBackoff: time.Second}
 		return r.SetupWithManager(mgr)
 	})

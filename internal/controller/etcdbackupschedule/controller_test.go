@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -115,7 +116,7 @@ func TestScheduleRunsHistoryRetention(t *testing.T) {
 		}
 	}
 	// Retention: 3 objects in the bucket, the newest being the status location.
-	store, err := (&Reconciler{Client: k8s}).openTemplateStore(t.Context(), s)
+	store, err := (&Reconciler{Client: k8s, Options: options.New("backup-operator")}).openTemplateStore(t.Context(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,5 +51,5 @@ func (r *Reconciler) openTemplateStore(ctx context.Context, s *etcdv1beta2.EtcdB
 	if err != nil {
 		return nil, err
 	}
-	return storage.Open(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: s.Namespace})
+	return storage.Open(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: s.Namespace}, r.Options.Ambient)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -52,6 +53,14 @@ func run(m *testing.M) int {
 		k8s = env.Client
 		opts := options.New("backup-operator")
 		opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
+		opts.AllowedEtcdEndpoints = []string{"127.0.0.1"} // the tests' etcd runs on loopback
+		// Schedules without a bucket use S3 "bucket" with no Secret: the ambient identity, as an
+		// administrator would allow it (they never reach a store in these tests).
+		ambient, err := storage.ParseAmbientPolicy([]string{"S3:bucket"})
+		if err != nil {
+			return err
+		}
+		opts.Ambient = ambient
 		rec := mgr.GetEventRecorderFor(opts.Binary)
 		br := &etcdbackup.Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, RetryBackoff: time.Minute, Now: clock.Now}
 		sr := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, Clock: clock}

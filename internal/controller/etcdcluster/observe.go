@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -148,4 +148,3 @@ func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	}
 	wg.Wait()
 }
-

@@ -188,5 +188,5 @@ const listTimeout = time.Minute
 
 // open opens the store of loc with Secrets from rs's namespace.
 func (r *Reconciler) open(ctx context.Context, rs *etcdv1beta2.EtcdRestore, loc storage.Location) (*storage.Store, error) {
-	return storage.Open(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: rs.Namespace})
+	return storage.Open(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: rs.Namespace}, r.Options.Ambient)
 }
