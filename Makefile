@@ -121,6 +121,10 @@ local-up: ## Build (cached) and start a single-node Kubernetes on this machine.
 local-down: ## Stop the local cluster and remove everything it created.
 	hack/local-cluster.sh down
 
+.PHONY: local-selftest
+local-selftest: ## Check, in throwaway namespaces, that local-down removes only what the cluster created (root; safe while it runs).
+	hack/local-cluster/selftest.sh
+
 .PHONY: local-status
 local-status: ## Show the state of the local cluster.
 	hack/local-cluster.sh status

@@ -4,7 +4,9 @@
 #   hack/local-cluster.sh up       build (cached) and start; returns when the node is Ready and
 #                                  CoreDNS answers. Running it again is harmless.
 #   hack/local-cluster.sh down     stop every process by PID, remove the bridge, the iptables
-#                                  rules and chains, the mounts and the state it created.
+#                                  rules and chains, network namespaces, cgroups, mounts and
+#                                  paths it created, and nothing else (hack/local-cluster/
+#                                  teardown.sh; hack/local-cluster/selftest.sh tests that).
 #   hack/local-cluster.sh status   what runs, and the node.
 #
 # Components (all host processes, PIDs under $LC_DIR/pids): etcd for the apiserver, kube-apiserver,
@@ -13,6 +15,8 @@
 # docs/local-cluster.md and the templates in hack/local-cluster/.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
+# shellcheck source=hack/local-cluster/teardown.sh
+source "$ROOT_DIR/hack/local-cluster/teardown.sh"
 
 TPL_DIR="$ROOT_DIR/hack/local-cluster"
 PKI="$LC_DIR/pki"
@@ -91,7 +95,7 @@ stop() {
   log "stopping $name (pid $pid)"
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
-  [ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  if [ -d "/proc/$pid" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
   rm -f "$PID_DIR/$name.pid" "$PID_DIR/$name.exe"
 }
 
@@ -390,6 +394,7 @@ up() {
     down
   fi
   echo "$LC_DIR" >"$OWNER_FILE"
+  record_host_state
   host_setup
   pki
   start_etcd
@@ -417,21 +422,6 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # Teardown. Every step tolerates "already gone", so down is idempotent too.
 
-# kill_pod_processes kills every process left in the kubepods cgroups (containers outlive a
-# killed containerd and its shims) and removes those cgroups.
-kill_pod_processes() {
-  local root=/sys/fs/cgroup pids
-  for _ in 1 2 3 4 5; do
-    pids="$(cat "$root"/*/kubepods/cgroup.procs "$root"/*/kubepods/*/cgroup.procs \
-      "$root"/*/kubepods/*/*/cgroup.procs "$root"/*/kubepods/*/*/*/cgroup.procs 2>/dev/null | sort -u || true)"
-    [ -z "$pids" ] && break
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null || true
-    sleep 0.5
-  done
-  find "$root"/*/kubepods -depth -type d -exec rmdir {} \; 2>/dev/null || true
-}
-
 unmount_under() { # unmount every mount point under the given directories, deepest first
   local d m
   for d in "$@"; do
@@ -442,30 +432,11 @@ unmount_under() { # unmount every mount point under the given directories, deepe
   done
 }
 
-iptables_cleanup() {
-  local ipt table rule chain
-  for ipt in iptables ip6tables; do
-    command -v "$ipt" >/dev/null || continue
-    for table in filter nat mangle raw; do
-      # Rules in built-in chains that jump to our chains, then our chains themselves.
-      { "$ipt" -w -t "$table" -S 2>/dev/null || true; } | { grep -E '^-A [A-Z]+ .*-j (KUBE-|CNI-|EO-LOCAL-)' || true; } |
-        while read -r rule; do
-          eval "$ipt -w -t $table ${rule/-A/-D}" 2>/dev/null || true
-        done
-      for chain in $("$ipt" -w -t "$table" -S 2>/dev/null | sed -n 's/^-N \(\(KUBE-\|CNI-\|EO-LOCAL-\)[A-Za-z0-9_-]*\)$/\1/p'); do
-        "$ipt" -w -t "$table" -F "$chain" 2>/dev/null || true
-      done
-      for chain in $("$ipt" -w -t "$table" -S 2>/dev/null | sed -n 's/^-N \(\(KUBE-\|CNI-\|EO-LOCAL-\)[A-Za-z0-9_-]*\)$/\1/p'); do
-        "$ipt" -w -t "$table" -X "$chain" 2>/dev/null || true
-      done
-    done
-  done
-}
-
 down() {
   [ "$(id -u)" = 0 ] || die "the local cluster needs root"
   check_owner
-  local c n pid
+  local c pid
+  record_pv_paths
   for c in coredns kube-proxy kube-scheduler kube-controller-manager kubelet; do stop "$c"; done
   if running containerd; then
     # Kill the containers while containerd still knows them, then drop its records.
@@ -481,10 +452,8 @@ down() {
   for c in kube-apiserver etcd; do stop "$c"; done
 
   unmount_under "$LC_VAR_DIR" "$LC_RUN_DIR"
-  # Network namespaces of our pods (containerd names them cni-<uuid>).
-  for n in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do
-    ip netns delete "$n" 2>/dev/null || true
-  done
+  # Our pods' network namespaces (found from the bridge, so before it goes) and CNI results.
+  netns_cleanup
   if ip link show "$LC_BRIDGE" >/dev/null 2>&1; then
     log "removing bridge $LC_BRIDGE"
     ip link delete "$LC_BRIDGE" 2>/dev/null || true
@@ -493,7 +462,9 @@ down() {
   if [ -f "$LC_DIR/saved-ip_forward" ]; then
     sysctl -qw "net.ipv4.ip_forward=$(cat "$LC_DIR/saved-ip_forward")"
   fi
-  rm -rf "$LC_VAR_DIR" "$LC_RUN_DIR" "$LC_DIR" /tmp/hostpath_pv "$OWNER_FILE"
+  remove_pv_paths
+  rm -rf "$LC_VAR_DIR" "$LC_RUN_DIR" "$LC_DIR"
+  [ "$(cat "$OWNER_FILE" 2>/dev/null)" != "$LC_DIR" ] || rm -f "$OWNER_FILE"
   log "local cluster is down"
 }
 
