@@ -10,13 +10,19 @@
 #
 # Like hack/e2e.sh it first brings up (idempotent, cached) the local cluster, the images, the
 # pod-reachable object stores on the bridge address and the operators. DEMO_SKIP_SETUP=1 skips
-# that when they are known to be up. DEMO_RESTORE_FROM=schedule restores through
+# that when they are known to be up. Before all that, hack/demo/preflight/preflight.sh checks the
+# prerequisites (root, cgroups, kernel modules, free ports, disk) and names what is missing
+# (DEMO_SKIP_PREFLIGHT=1 skips it). DEMO_RESTORE_FROM=schedule restores through
 # backupScheduleRef instead of the coreos-shaped s3 block. The namespace etcd-demo is deleted
 # and recreated by every run and left in place afterwards for inspection.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
 start=$SECONDS
+# Root, cgroups, kernel modules, free ports and disk, before anything is built.
+if [ "${DEMO_SKIP_PREFLIGHT:-}" != 1 ]; then
+  "$ROOT_DIR/hack/demo/preflight/preflight.sh" || exit 1
+fi
 if [ "${DEMO_SKIP_SETUP:-}" != 1 ]; then
   local_stack_up || exit 1
   timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply || exit 1
