@@ -16,5 +16,6 @@ import (
 )
 
 func main() {
-	os.Exit(manager.Main("backup-operator", os.Args[1:], etcdbackup.Setup, etcdbackupschedule.Setup))
+	os.Exit(manager.Main("backup-operator", os.Args[1:], etcdbackup.Setup, etcdbackup.SetupMetrics,
+		etcdbackupschedule.Setup, etcdbackupschedule.SetupMetrics))
 }

@@ -15,5 +15,5 @@ import (
 )
 
 func main() {
-	os.Exit(manager.Main("etcd-operator", os.Args[1:], etcdcluster.Setup))
+	os.Exit(manager.Main("etcd-operator", os.Args[1:], etcdcluster.Setup, etcdcluster.SetupMetrics))
 }

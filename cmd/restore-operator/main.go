@@ -23,5 +23,5 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == restoreseed.Command {
 		os.Exit(restoreseed.Main(os.Args[2:]))
 	}
-	os.Exit(manager.Main("restore-operator", os.Args[1:], etcdrestore.Setup))
+	os.Exit(manager.Main("restore-operator", os.Args[1:], etcdrestore.Setup, etcdrestore.SetupMetrics))
 }

@@ -22,8 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/etcd-operator/etcd-operator/internal/opmetrics"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/version"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -135,6 +137,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ..
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	// The build of this binary; each binary's controllers register their own metrics in
+	// their setup (SetupMetrics), so /metrics carries exactly the binary's metrics.
+	if err := opmetrics.Register(metrics.Registry, opmetrics.NewBuildInfo(opts.Binary)); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)

@@ -67,13 +67,13 @@ func TestMetrics(t *testing.T) {
 		operation string
 		want      float64
 	}{
-		{"etcd_backup_backend_operations_total", backend.OpPut, 2},
-		{"etcd_backup_backend_operations_total", backend.OpGet, 1},
-		{"etcd_backup_backend_operations_total", backend.OpStat, 1},
-		{"etcd_backup_backend_operation_failures_total", backend.OpPut, 1},
-		{"etcd_backup_backend_operation_failures_total", backend.OpStat, 0},
-		{"etcd_backup_backend_transferred_bytes_total", backend.OpPut, 5},
-		{"etcd_backup_backend_transferred_bytes_total", backend.OpGet, 5},
+		{"etcd_operator_backend_operations_total", backend.OpPut, 2},
+		{"etcd_operator_backend_operations_total", backend.OpGet, 1},
+		{"etcd_operator_backend_operations_total", backend.OpStat, 1},
+		{"etcd_operator_backend_operation_failures_total", backend.OpPut, 1},
+		{"etcd_operator_backend_operation_failures_total", backend.OpStat, 0},
+		{"etcd_operator_backend_transferred_bytes_total", backend.OpPut, 5},
+		{"etcd_operator_backend_transferred_bytes_total", backend.OpGet, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.metric+"/"+tc.operation, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestMetrics(t *testing.T) {
 			}
 		})
 	}
-	if n := testutil.CollectAndCount(reg, "etcd_backup_backend_operation_duration_seconds"); n != 3 {
+	if n := testutil.CollectAndCount(reg, "etcd_operator_backend_operation_duration_seconds"); n != 3 {
 		t.Errorf("duration histograms = %d series, want 3 (put, get, stat)", n)
 	}
 }

@@ -36,19 +36,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	labels := []string{"backend", "operation"}
 	m := &Metrics{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "etcd_backup_backend_operations_total",
+			Name: "etcd_operator_backend_operations_total",
 			Help: "Object store operations started, by backend and operation.",
 		}, labels),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "etcd_backup_backend_operation_failures_total",
+			Name: "etcd_operator_backend_operation_failures_total",
 			Help: "Object store operations that failed, by backend and operation (not found is not a failure).",
 		}, labels),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "etcd_backup_backend_transferred_bytes_total",
+			Name: "etcd_operator_backend_transferred_bytes_total",
 			Help: "Bytes uploaded by put and downloaded by get and get_range.",
 		}, labels),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "etcd_backup_backend_operation_duration_seconds",
+			Name: "etcd_operator_backend_operation_duration_seconds",
 			Help: "Duration of object store operations; for get and get_range until the stream is closed.",
 			// 5 ms to ~85 min: metadata calls and multi-GiB snapshot transfers.
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10),
@@ -83,8 +83,9 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 	return c, nil
 }
 
-// Wrap returns b instrumented with m; name is the value of the "backend" label (for example
-// "s3" or the bucket).
+// Wrap returns b instrumented with m; name is the value of the "backend" label: the provider
+// ("s3", "gcs", "abs", "local"), never a bucket, endpoint or other user-supplied text, so that
+// the number of series stays bounded.
 func (m *Metrics) Wrap(b Backend, name string) Backend {
 	return &instrumented{inner: b, m: m, name: name}
 }
