@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,14 +17,26 @@ import (
 // EtcdBackup or an EtcdBackupSchedule) what it did, in events. The zero value is ready; one per
 // controller, since it remembers whom it warned about legacy backups.
 type Retention struct {
+	// Timeout bounds one Apply; zero is DefaultRetentionTimeout.
+	Timeout time.Duration
 	// warned holds the UIDs told that legacy backups are kept, so that Warning goes out once
 	// when it starts (per operator process), not after every backup.
 	warned sync.Map
 }
 
-// Apply applies req to store for obj. A failure is a Warning event and nothing more: the new
-// backup is good, and retention runs again after the next one.
+// DefaultRetentionTimeout bounds one retention pass (the listing and every delete): a store that
+// stalls must not hold a reconcile worker.
+const DefaultRetentionTimeout = 5 * time.Minute
+
+// Apply applies req to store for obj, within Timeout. A failure is a Warning event and
+// nothing more: the new backup is good, and retention runs again after the next one.
 func (r *Retention) Apply(ctx context.Context, rec record.EventRecorder, obj client.Object, store *Store, req retention.Request) {
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = DefaultRetentionTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	out, err := retention.Apply(ctx, store, req)
 	where := store.URLOf(req.Prefix)
 	if len(out.Deleted) > 0 {
