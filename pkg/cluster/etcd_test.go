@@ -4,122 +4,58 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
 
-// etcdBinary finds the etcd the project builds (hack/build-etcd.sh), or skips.
-func etcdBinary(t *testing.T) string {
+// startSeed starts a one-member cluster and returns it with a client of this package.
+func startSeed(t *testing.T, name string) (*snapshottest.Etcd, Client) {
 	t.Helper()
-	if p := os.Getenv("ETCD_BINARY"); p != "" {
-		return p
-	}
-	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "bin", "etcd-v3.6.16", "etcd")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("no etcd binary at %s (run hack/build-etcd.sh or set ETCD_BINARY)", p)
-	}
-	return p
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	seed := snapshottest.NewEtcd(t, name, nil)
+	seed.Start(t, snapshottest.InitialCluster(seed), "new")
+	seed.WaitReady(t)
+	cli, err := New(Config{Endpoints: []string{seed.Endpoint}, DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-type proc struct {
-	name, peer, client string
-}
-
-func newProc(t *testing.T, name string) proc {
-	return proc{name: name, peer: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), client: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
-}
-
-// start runs etcd for p until the test ends (or until the returned function stops it).
-func (p proc) start(t *testing.T, bin, state, initial string) (stop func()) {
-	t.Helper()
-	cmd := exec.Command(bin, "--name="+p.name, "--data-dir="+filepath.Join(t.TempDir(), p.name),
-		"--listen-peer-urls="+p.peer, "--initial-advertise-peer-urls="+p.peer,
-		"--listen-client-urls="+p.client, "--advertise-client-urls="+p.client,
-		"--initial-cluster="+initial, "--initial-cluster-state="+state, "--initial-cluster-token=test",
-		"--unsafe-no-fsync", "--log-level=error")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
-	t.Cleanup(stop)
-	return stop
-}
-
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	var err error
-	if wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		err = f()
-		return err == nil, nil
-	}) != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return seed, cli
 }
 
 // TestRealEtcdMembership grows a real etcd from one member to three through learners, then
 // removes one, checking the member list and statuses after each step.
 func TestRealEtcdMembership(t *testing.T) {
-	bin := etcdBinary(t)
 	ctx := context.Background()
-	seed := newProc(t, "m0")
-	seed.start(t, bin, "new", "m0="+seed.peer)
-	cli, err := New(Config{Endpoints: []string{seed.client}, DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	eventually(t, "seed answers", func() error { _, err := cli.MemberList(ctx); return err })
+	seed, cli := startSeed(t, "m0")
 
-	procs := []proc{seed}
+	procs := []*snapshottest.Etcd{seed}
 	for i := 1; i < 3; i++ {
-		p := newProc(t, fmt.Sprintf("m%d", i))
+		p := snapshottest.NewEtcd(t, fmt.Sprintf("m%d", i), nil)
 		var m Member
-		eventually(t, "add learner "+p.name, func() error {
+		testutil.Eventually(t, testutil.Timeout, "add learner "+p.Name, testutil.NoError(func() error {
 			var err error
-			m, err = cli.AddLearner(ctx, p.peer)
+			m, err = cli.AddLearner(ctx, p.PeerURL)
 			if err != nil && !errors.Is(err, ErrNotReadyForChange) {
 				t.Fatal(err)
 			}
 			return err
-		})
+		}))
 		if !m.IsLearner || m.Started() {
 			t.Fatalf("added member = %+v, want an unstarted learner", m)
 		}
 		procs = append(procs, p)
-		var initial []string
-		for _, q := range procs {
-			initial = append(initial, q.name+"="+q.peer)
-		}
-		p.start(t, bin, "existing", strings.Join(initial, ","))
-		eventually(t, "promote "+p.name, func() error {
+		p.Start(t, snapshottest.InitialCluster(procs...), "existing")
+		testutil.Eventually(t, testutil.Timeout, "promote "+p.Name, testutil.NoError(func() error {
 			err := cli.Promote(ctx, m.ID)
 			if err != nil && !errors.Is(err, ErrLearnerNotReady) {
 				t.Logf("promote: %v", err)
 			}
 			return err
-		})
+		}))
 	}
 	ml, err := cli.MemberList(ctx)
 	if err != nil {
@@ -131,7 +67,7 @@ func TestRealEtcdMembership(t *testing.T) {
 	}
 	urls := map[string]string{}
 	for _, p := range procs {
-		urls[p.name] = p.client
+		urls[p.Name] = p.Endpoint
 	}
 	var leader uint64
 	for _, m := range members {
@@ -154,13 +90,13 @@ func TestRealEtcdMembership(t *testing.T) {
 			victim = m
 		}
 	}
-	eventually(t, "remove "+victim.Name, func() error {
+	testutil.Eventually(t, testutil.Timeout, "remove "+victim.Name, testutil.NoError(func() error {
 		err := cli.Remove(ctx, victim.ID)
 		if err != nil && !errors.Is(err, ErrNotReadyForChange) {
 			t.Fatal(err)
 		}
 		return err
-	})
+	}))
 	ml, _ = cli.MemberList(ctx)
 	members = ml.Members
 	if err := cli.Remove(ctx, victim.ID); err != nil {
@@ -175,19 +111,11 @@ func TestRealEtcdMembership(t *testing.T) {
 // fed the real member list, asks for the missing member's "pod" (process), and the member
 // then starts and is promoted.
 func TestRealEtcdHalfDoneAdd(t *testing.T) {
-	bin := etcdBinary(t)
 	ctx := context.Background()
-	seed := newProc(t, "c-0")
-	seed.start(t, bin, "new", "c-0="+seed.peer)
-	cli, err := New(Config{Endpoints: []string{seed.client}, DialTimeout: 5 * time.Second, RequestTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	eventually(t, "seed answers", func() error { _, err := cli.MemberList(ctx); return err })
-	p := newProc(t, "c-1")
+	seed, cli := startSeed(t, "c-0")
+	p := snapshottest.NewEtcd(t, "c-1", nil)
 	// A learner whose peer URL names its pod, as the controller adds them; then "crash".
-	peer := strings.Replace(p.peer, "127.0.0.1", "localhost", 1)
+	peer := strings.Replace(p.PeerURL, "127.0.0.1", "localhost", 1)
 	if _, err := cli.AddLearner(ctx, peer); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +127,7 @@ func TestRealEtcdHalfDoneAdd(t *testing.T) {
 		Status: map[uint64]EndpointStatus{}, Pods: map[string]PodState{"c-0": {Name: "c-0", Phase: "Running"}}}
 	for _, m := range ml.Members {
 		if m.Started() {
-			s, err := cli.Status(ctx, seed.client)
+			s, err := cli.Status(ctx, seed.Endpoint)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,32 +145,26 @@ func TestRealEtcdHalfDoneAdd(t *testing.T) {
 // lists the members (so the operator sees the loss) but the list is not linearizable (so the
 // operator acts on none of it).
 func TestRealEtcdMemberListWithoutQuorum(t *testing.T) {
-	bin := etcdBinary(t)
 	ctx := context.Background()
-	procs := []proc{newProc(t, "m0"), newProc(t, "m1"), newProc(t, "m2")}
-	var initial []string
+	procs := []*snapshottest.Etcd{snapshottest.NewEtcd(t, "m0", nil), snapshottest.NewEtcd(t, "m1", nil), snapshottest.NewEtcd(t, "m2", nil)}
 	for _, p := range procs {
-		initial = append(initial, p.name+"="+p.peer)
+		p.Start(t, snapshottest.InitialCluster(procs...), "new")
 	}
-	var stops []func()
-	for _, p := range procs {
-		stops = append(stops, p.start(t, bin, "new", strings.Join(initial, ",")))
-	}
-	cli, err := New(Config{Endpoints: []string{procs[0].client}, DialTimeout: 5 * time.Second, RequestTimeout: 3 * time.Second})
+	cli, err := New(Config{Endpoints: []string{procs[0].Endpoint}, DialTimeout: 5 * time.Second, RequestTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
 	var healthy Membership
-	eventually(t, "linearizable list of 3", func() error {
+	testutil.Eventually(t, testutil.Timeout, "linearizable list of 3", testutil.NoError(func() error {
 		healthy, err = cli.MemberList(ctx)
 		if err == nil && (!healthy.Linearizable || len(healthy.Members) != 3) {
 			err = fmt.Errorf("list %+v", healthy)
 		}
 		return err
-	})
-	stops[1]()
-	stops[2]()
+	}))
+	procs[1].Stop()
+	procs[2].Stop()
 	ml, err := cli.MemberList(ctx)
 	if err != nil {
 		t.Fatalf("member list from the survivor: %v, want its serializable view", err)

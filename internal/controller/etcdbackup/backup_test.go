@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -76,14 +77,13 @@ func TestOneShotBackup(t *testing.T) {
 				t.Fatalf("last success metric %v, want %d", v, st.LastSuccessDate.Unix())
 			}
 			// A finished one-shot backup is a record: it is not redone.
-			time.Sleep(2 * time.Second) //nolint:forbidigo // proving the absence of a second run
-			again := &etcdv1beta2.EtcdBackup{}
-			if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "once"}, again); err != nil {
-				t.Fatal(err)
-			}
-			if !again.Status.CompletionTime.Equal(st.CompletionTime) || again.Status.Attempts != 1 {
-				t.Fatalf("finished backup was redone: %+v", again.Status)
-			}
+			testutil.Consistently(t, 2*time.Second, "the finished backup not redone", func() (bool, string) {
+				again := &etcdv1beta2.EtcdBackup{}
+				if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "once"}, again); err != nil {
+					return false, err.Error()
+				}
+				return again.Status.CompletionTime.Equal(st.CompletionTime) && again.Status.Attempts == 1, fmt.Sprintf("%+v", again.Status)
+			})
 		})
 	}
 }
@@ -186,7 +186,7 @@ func TestPeriodicBackup(t *testing.T) {
 		if len(revs) > 0 {
 			prev = revs[len(revs)-1]
 		}
-		eventually(t, 30*time.Second, "a periodic backup newer than the last", func() (bool, string) {
+		testutil.Eventually(t, 30*time.Second, "a periodic backup newer than the last", func() (bool, string) {
 			if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "periodic"}, b); err != nil {
 				return false, err.Error()
 			}
@@ -196,7 +196,7 @@ func TestPeriodicBackup(t *testing.T) {
 		snapshottest.Put(t, cli, fmt.Sprintf("/w%d/", len(revs)), writes, 16)
 	}
 	// Wait for a backup at the final revision, then check the bucket.
-	eventually(t, 30*time.Second, "a backup at revision 1007", func() (bool, string) {
+	testutil.Eventually(t, 30*time.Second, "a backup at revision 1007", func() (bool, string) {
 		_ = k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "periodic"}, b)
 		return b.Status.EtcdRevision == 1007, fmt.Sprint(b.Status.EtcdRevision)
 	})
@@ -209,7 +209,7 @@ func TestPeriodicBackup(t *testing.T) {
 	// listing (a round between reading the status and listing would otherwise look like a
 	// wrong choice).
 	var kept []retention.Backup
-	eventually(t, 10*time.Second, "retention to keep 2 backups, the newest in status", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "retention to keep 2 backups, the newest in status", func() (bool, string) {
 		infos, err := store.List(t.Context(), "cluster/")
 		if err != nil {
 			return false, err.Error()

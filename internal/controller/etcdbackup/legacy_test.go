@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -47,7 +48,7 @@ func TestLegacyBackupsRetained(t *testing.T) {
 	create(t, b)
 	b = waitPhase(t, ns, "periodic", etcdv1beta2.BackupPhaseCompleted, 60*time.Second)
 	_, _, newest, _ := storage.ParseURL(b.Status.Location)
-	eventually(t, 10*time.Second, "legacy backups aged out", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "legacy backups aged out", func() (bool, string) {
 		keys := listKeys(t, store, "old/")
 		return slices.Equal(keys, []string{newest}), fmt.Sprint(keys)
 	})
@@ -71,7 +72,7 @@ func TestLegacyBackupsAmbiguous(t *testing.T) {
 	create(t, b)
 
 	seen := map[string]bool{}
-	eventually(t, 30*time.Second, "three rounds", func() (bool, string) {
+	testutil.Eventually(t, 30*time.Second, "three rounds", func() (bool, string) {
 		got := &etcdv1beta2.EtcdBackup{}
 		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(b), got); err != nil {
 			return false, err.Error()

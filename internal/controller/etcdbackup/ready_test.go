@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
@@ -36,7 +37,7 @@ func kstatus(b *etcdv1beta2.EtcdBackup) (string, error) {
 // waitKstatus waits until the backup's Ready, Reconciling and Stalled read want.
 func waitKstatus(t *testing.T, ns, name, want string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, name+" "+want, func() (bool, string) {
+	testutil.Eventually(t, timeout, name+" "+want, func() (bool, string) {
 		b := &etcdv1beta2.EtcdBackup{}
 		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
 			return false, err.Error()

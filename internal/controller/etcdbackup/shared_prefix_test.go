@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -67,7 +68,7 @@ func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 	missing := map[string]time.Time{} // keys a status named while they were not in the bucket
 	const missingGrace = 10 * time.Second
 	status := map[string]*etcdv1beta2.EtcdBackup{}
-	eventually(t, 60*time.Second, "three rounds of each backup", func() (bool, string) {
+	testutil.Eventually(t, 60*time.Second, "three rounds of each backup", func() (bool, string) {
 		for _, name := range []string{"a", "b"} {
 			b := &etcdv1beta2.EtcdBackup{}
 			if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name + "-periodic"}, b); err != nil {
@@ -102,7 +103,7 @@ func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 		t.Fatalf("both clusters wrote %s", status["a"].Status.Location)
 	}
 	// Retention settles on exactly one object per cluster: each one's newest.
-	eventually(t, 20*time.Second, "one object per cluster under the prefix", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "one object per cluster under the prefix", func() (bool, string) {
 		infos, err := store.List(t.Context(), "shared/")
 		if err != nil {
 			return false, err.Error()
@@ -142,7 +143,7 @@ func TestPeriodicBackupUnknownCluster(t *testing.T) {
 	}
 	defer store.Close()
 	seen := map[string]bool{}
-	eventually(t, 60*time.Second, "three rounds of the bare etcd's backup", func() (bool, string) {
+	testutil.Eventually(t, 60*time.Second, "three rounds of the bare etcd's backup", func() (bool, string) {
 		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "bare"}, b); err != nil {
 			t.Fatal(err)
 		}

@@ -59,17 +59,11 @@ func create(t *testing.T, obj client.Object) {
 	}
 }
 
-// eventually polls cond every 200 ms until it returns true or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	testutil.Eventually(t, timeout, what, cond)
-}
-
 // waitPhase waits until the backup reaches phase and returns it.
 func waitPhase(t *testing.T, ns, name string, phase etcdv1beta2.BackupPhase, timeout time.Duration) *etcdv1beta2.EtcdBackup {
 	t.Helper()
 	b := &etcdv1beta2.EtcdBackup{}
-	eventually(t, timeout, fmt.Sprintf("EtcdBackup %s/%s %s", ns, name, phase), func() (bool, string) {
+	testutil.Eventually(t, timeout, fmt.Sprintf("EtcdBackup %s/%s %s", ns, name, phase), func() (bool, string) {
 		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
 			return false, err.Error()
 		}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -57,13 +58,13 @@ func TestConcurrencyPolicy(t *testing.T) {
 	}
 	s := newSchedule(ns, "slow", "*/10 * * * *", []string{blackhole(t)}, nil, "")
 	createSchedule(t, s)
-	eventually(t, 10*time.Second, "nextScheduleTime", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "nextScheduleTime", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
 		return s.Status.NextScheduleTime != nil, readyReason(s)
 	})
 	run1 := s.Status.NextScheduleTime.Time
 	advance(t, ns, "slow", run1.Add(time.Second))
-	eventually(t, 20*time.Second, "the first run to be active", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "the first run to be active", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
 		return len(s.Status.Active) == 1 && s.Status.Active[0] == BackupName("slow", run1), fmt.Sprintf("active %v", s.Status.Active)
 	})
@@ -71,7 +72,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 	// Forbid (the default): the next run is skipped while the first is active.
 	run2 := run1.Add(10 * time.Minute)
 	advance(t, ns, "slow", run2.Add(time.Second))
-	eventually(t, 20*time.Second, "the schedule to look at run 2", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "the schedule to look at run 2", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
 		return s.Status.NextScheduleTime.After(run2), s.Status.NextScheduleTime.String()
 	})
@@ -88,7 +89,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 	if err := k8s.Update(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "Replace to swap the backups", func() (bool, string) {
+	testutil.Eventually(t, 20*time.Second, "Replace to swap the backups", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
 		return exists(t, ns, BackupName("slow", run2)) && !exists(t, ns, BackupName("slow", run1)), fmt.Sprintf("run1 %t run2 %t status %+v", exists(t, ns, BackupName("slow", run1)), exists(t, ns, BackupName("slow", run2)), s.Status)
 	})

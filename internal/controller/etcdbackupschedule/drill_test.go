@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
@@ -150,26 +151,26 @@ func TestScheduledDrill(t *testing.T) {
 		TTLSecondsAfterFinished: ptr.To[int32](60), HistoryLimit: ptr.To[int32](2),
 	}
 	createSchedule(t, s)
-	eventually(t, 10*time.Second, "nextDrillTime", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "nextDrillTime", func() (bool, string) {
 		s = getSchedule(t, ns, "db")
 		return s.Status.NextDrillTime != nil && s.Status.NextDrillTime.Time.Equal(d1) && drillPassed(s) == "none", fmt.Sprintf("%v %s", s.Status.NextDrillTime, drillPassed(s))
 	})
 
 	// Due, but no backup yet: nothing is created.
 	advance(t, ns, "db", d1.Add(10*time.Second))
-	eventually(t, 10*time.Second, "nextDrillTime after the first drill run", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "nextDrillTime after the first drill run", func() (bool, string) {
 		s = getSchedule(t, ns, "db")
 		return s.Status.NextDrillTime.Time.Equal(d1.Add(time.Hour)), s.Status.NextDrillTime.String()
 	})
-	time.Sleep(time.Second) //nolint:forbidigo // proving the absence of a drill
-	if rs := restores(t, ns); len(rs) != 0 || s.Status.LastDrillTime != nil {
-		t.Fatalf("a drill without a successful backup: %v, lastDrillTime %v", rs, s.Status.LastDrillTime)
-	}
+	testutil.Consistently(t, time.Second, "no drill without a successful backup", func() (bool, string) {
+		rs, s := restores(t, ns), getSchedule(t, ns, "db")
+		return len(rs) == 0 && s.Status.LastDrillTime == nil, fmt.Sprintf("restores %v, lastDrillTime %v", rs, s.Status.LastDrillTime)
+	})
 
 	// The first backup succeeds: the missed drill starts on it.
 	advance(t, ns, "db", b1.Add(10*time.Second))
 	name1 := DrillName("db", d1)
-	eventually(t, 30*time.Second, "drill "+name1, func() (bool, string) {
+	testutil.Eventually(t, 30*time.Second, "drill "+name1, func() (bool, string) {
 		_, ok := restores(t, ns)[name1]
 		s = getSchedule(t, ns, "db")
 		return ok, fmt.Sprintf("lastSuccessfulBackup %q, restores %v", s.Status.LastSuccessfulBackup, restores(t, ns))
@@ -180,7 +181,7 @@ func TestScheduledDrill(t *testing.T) {
 		rs.Labels[DrillLabel] != "db" || !metav1.IsControlledBy(rs, s) {
 		t.Fatalf("drill EtcdRestore: %+v %+v %+v", rs.Spec, rs.Labels, rs.OwnerReferences)
 	}
-	eventually(t, 10*time.Second, "DrillPassed Unknown while the first drill runs", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "DrillPassed Unknown while the first drill runs", func() (bool, string) {
 		s = getSchedule(t, ns, "db")
 		return drillPassed(s) == "Unknown/"+etcdv1beta2.ReasonRestoring && s.Status.LastDrillTime.Time.Equal(d1), drillPassed(s)
 	})
@@ -190,14 +191,14 @@ func TestScheduledDrill(t *testing.T) {
 	d2, b2 := d1.Add(time.Hour), b1.Add(time.Hour)
 	advance(t, ns, "db", d2.Add(10*time.Second))
 	advance(t, ns, "db", b2.Add(10*time.Second))
-	eventually(t, 30*time.Second, "backup "+BackupName("db", b2), func() (bool, string) {
+	testutil.Eventually(t, 30*time.Second, "backup "+BackupName("db", b2), func() (bool, string) {
 		s = getSchedule(t, ns, "db")
 		return s.Status.LastSuccessfulBackup == BackupName("db", b2), s.Status.LastSuccessfulBackup
 	})
-	time.Sleep(time.Second) //nolint:forbidigo // proving the absence of a second drill
-	if _, ok := restores(t, ns)[DrillName("db", d2)]; ok {
-		t.Fatal("a second drill started while the first ran")
-	}
+	testutil.Consistently(t, time.Second, "no second drill while the first runs", func() (bool, string) {
+		_, ok := restores(t, ns)[DrillName("db", d2)]
+		return !ok, "a second drill started"
+	})
 	if !backupExists(t, ns, BackupName("db", b1)) {
 		t.Fatal("the history limit deleted the backup a running drill restores")
 	}
@@ -206,7 +207,7 @@ func TestScheduledDrill(t *testing.T) {
 	// the first backup is no longer protected.
 	finishDrill(t, ns, name1, 100, "", false)
 	name2 := DrillName("db", d2)
-	eventually(t, 10*time.Second, "lastDrill passed and the skipped drill made up", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "lastDrill passed and the skipped drill made up", func() (bool, string) {
 		s = getSchedule(t, ns, "db")
 		_, ok := restores(t, ns)[name2]
 		ld := s.Status.LastDrill
@@ -217,16 +218,16 @@ func TestScheduledDrill(t *testing.T) {
 	if rs := restores(t, ns)[name2]; rs.Spec.BackupRef.Name != BackupName("db", b2) {
 		t.Fatalf("made-up drill restores %s, want the newest backup %s", rs.Spec.BackupRef.Name, BackupName("db", b2))
 	}
-	eventually(t, 10*time.Second, "first backup deleted by the history limit", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "first backup deleted by the history limit", func() (bool, string) {
 		return !backupExists(t, ns, BackupName("db", b1)), "still there"
 	})
-	eventually(t, 10*time.Second, "DrillPassed event", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "DrillPassed event", func() (bool, string) {
 		return hasEvent(t, ns, etcdv1beta2.ReasonDrillPassed, name1), "no event"
 	})
 
 	// The second drill fails.
 	finishDrill(t, ns, name2, 0, etcdv1beta2.ReasonBackupCorrupt, false)
-	eventually(t, 10*time.Second, "lastDrill failed", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "lastDrill failed", func() (bool, string) {
 		s = getSchedule(t, ns, "db")
 		ld := s.Status.LastDrill
 		c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionDrillPassed)
@@ -234,7 +235,7 @@ func TestScheduledDrill(t *testing.T) {
 				c.Status == metav1.ConditionFalse && c.Reason == etcdv1beta2.ReasonDrillFailed && strings.Contains(c.Message, etcdv1beta2.ReasonBackupCorrupt),
 			fmt.Sprintf("%+v %+v", ld, c)
 	})
-	eventually(t, 10*time.Second, "DrillFailed event", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "DrillFailed event", func() (bool, string) {
 		return hasEvent(t, ns, etcdv1beta2.ReasonDrillFailed, "sha256 mismatch"), "no event"
 	})
 
@@ -243,21 +244,21 @@ func TestScheduledDrill(t *testing.T) {
 	d3 := d2.Add(time.Hour)
 	advance(t, ns, "db", d3.Add(10*time.Second))
 	name3 := DrillName("db", d3)
-	eventually(t, 10*time.Second, "drill "+name3, func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "drill "+name3, func() (bool, string) {
 		_, ok := restores(t, ns)[name3]
 		return ok, fmt.Sprint(restores(t, ns))
 	})
 	finishDrill(t, ns, name3, 100, "", true)
-	eventually(t, 10*time.Second, "lastDrill "+name3, func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "lastDrill "+name3, func() (bool, string) {
 		s = getSchedule(t, ns, "db")
 		return s.Status.LastDrill.Restore == name3 && drillPassed(s) == "True/"+etcdv1beta2.ReasonDrillPassed, drillPassed(s)
 	})
-	time.Sleep(time.Second) //nolint:forbidigo // proving the oldest drill stays while its cluster may exist
-	if _, ok := restores(t, ns)[name1]; !ok {
-		t.Fatal("the oldest drill was deleted before its scratch cluster")
-	}
+	testutil.Consistently(t, time.Second, "the oldest drill kept while its scratch cluster may exist", func() (bool, string) {
+		_, ok := restores(t, ns)[name1]
+		return ok, "the oldest drill was deleted before its scratch cluster"
+	})
 	finishDrill(t, ns, name1, 100, "", true)
-	eventually(t, 10*time.Second, "history limit 2", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "history limit 2", func() (bool, string) {
 		rs := restores(t, ns)
 		_, old := rs[name1]
 		_, ok2 := rs[name2]
@@ -281,12 +282,12 @@ func TestDrillInvalid(t *testing.T) {
 	noTmpl.Spec.RestoreDrill = &etcdv1beta2.RestoreDrillSpec{Schedule: "0 4 * * 0"}
 	createSchedule(t, noTmpl)
 	for name, reason := range map[string]string{"bad-drill": etcdv1beta2.ReasonInvalidSchedule, "no-template": etcdv1beta2.ReasonTemplateNotFound} {
-		eventually(t, 10*time.Second, name+" "+reason, func() (bool, string) {
+		testutil.Eventually(t, 10*time.Second, name+" "+reason, func() (bool, string) {
 			s := getSchedule(t, ns, name)
 			return drillPassed(s) == "False/"+reason && s.Status.NextDrillTime == nil && readyReason(s) == "True/AsExpected" && s.Status.NextScheduleTime != nil,
 				drillPassed(s) + " " + readyReason(s)
 		})
-		eventually(t, 10*time.Second, name+" Warning event", func() (bool, string) {
+		testutil.Eventually(t, 10*time.Second, name+" Warning event", func() (bool, string) {
 			return hasEvent(t, ns, reason, "restoreDrill"), "no event"
 		})
 	}
@@ -298,7 +299,7 @@ func TestDrillInvalid(t *testing.T) {
 	if err := k8s.Update(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "drills scheduled after the fix", func() (bool, string) {
+	testutil.Eventually(t, 10*time.Second, "drills scheduled after the fix", func() (bool, string) {
 		s = getSchedule(t, ns, "bad-drill")
 		return drillPassed(s) == "none" && s.Status.NextDrillTime != nil && s.Status.NextDrillTime.Weekday() == time.Sunday, drillPassed(s)
 	})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
@@ -40,7 +41,7 @@ func kstatus(s *etcdv1beta2.EtcdBackupSchedule) string {
 func waitKstatus(t *testing.T, ns, name, want string) *etcdv1beta2.EtcdBackupSchedule {
 	t.Helper()
 	var s *etcdv1beta2.EtcdBackupSchedule
-	eventually(t, 30*time.Second, name+" "+want, func() (bool, string) {
+	testutil.Eventually(t, 30*time.Second, name+" "+want, func() (bool, string) {
 		s = getSchedule(t, ns, name)
 		got := kstatus(s)
 		return got == want, got

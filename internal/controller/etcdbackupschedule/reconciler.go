@@ -45,8 +45,9 @@ type Reconciler struct {
 	Options  *options.Options
 	// retention deletes old backups and remembers whom it told about legacy objects.
 	retention storage.Retention
-	// Clock tells the time; nil means the wall clock.
-	Clock Clock
+	// Now returns the current time; nil means time.Now. The controller reads it once per
+	// pass; tests move a fake clock and never sleep.
+	Now func() time.Time
 }
 
 // Setup registers the EtcdBackupSchedule controller with the manager.
@@ -71,10 +72,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *Reconciler) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
+	if r.Now != nil {
+		return r.Now()
 	}
-	return r.Clock.Now()
+	return time.Now()
 }
 
 // Reconcile runs one pass of a schedule:

@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 		opts.Ambient = ambient
 		rec := mgr.GetEventRecorderFor(opts.Binary)
 		br := &etcdbackup.Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, RetryBackoff: time.Minute, Now: clock.Now}
-		sr := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, Clock: clock}
+		sr := &Reconciler{Client: mgr.GetClient(), Recorder: rec, Options: opts, Now: clock.Now}
 		clock.Set(time.Now())
 		if err := br.SetupWithManager(mgr); err != nil {
 			return err
@@ -75,11 +75,6 @@ func run(m *testing.M) int {
 func namespace(t *testing.T) string {
 	t.Helper()
 	return testutil.Namespace(t, k8s, "schedule")
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	testutil.Eventually(t, timeout, what, cond)
 }
 
 // createSchedule creates s and deletes it when the test ends (envtest has no namespace
@@ -122,6 +117,14 @@ func advance(t *testing.T, ns, name string, to time.Time) {
 		clock.Set(to)
 	}
 	poke(t, ns, name)
+}
+
+// noBackups is a condition for testutil.Consistently: ns holds no EtcdBackup.
+func noBackups(t *testing.T, ns string) func() (bool, string) {
+	return func() (bool, string) {
+		n := len(backups(t, ns))
+		return n == 0, fmt.Sprintf("%d backups", n)
+	}
 }
 
 func backups(t *testing.T, ns string) []etcdv1beta2.EtcdBackup {

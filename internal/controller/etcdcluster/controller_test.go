@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -29,14 +30,14 @@ func TestCreatesServicesAndSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer, cl, pod := &corev1.Service{}, &corev1.Service{}, &corev1.Pod{}
-	eventually(t, "services and seed pod", func() error {
+	testutil.Eventually(t, testutil.Timeout, "services and seed pod", testutil.NoError(func() error {
 		for name, obj := range map[string]client.Object{"c": peer, "c-client": cl, "c-0": pod} {
 			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}))
 	if peer.Spec.ClusterIP != corev1.ClusterIPNone || !peer.Spec.PublishNotReadyAddresses || len(peer.Spec.Ports) != 2 {
 		t.Errorf("peer Service spec = %+v, want headless, publishNotReadyAddresses, ports 2379/2380", peer.Spec)
 	}
@@ -68,14 +69,14 @@ func TestCreatesServicesAndSeed(t *testing.T) {
 	if a := pod.Spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
 		t.Errorf("antiAffinity=true: affinity = %+v", a)
 	}
-	eventually(t, "status while creating", func() error {
+	testutil.Eventually(t, testutil.Timeout, "status while creating", testutil.NoError(func() error {
 		c := getCluster(t, ns, "c")
 		if c.Status.Phase != etcdv1beta2.ClusterPhaseCreating || condition(c, "Available") != "False/EtcdUnreachable" ||
 			condition(c, "Scaling") != "True/CreatingSeed" || c.Status.Selector != "app=etcd,etcd_cluster=c" || c.Status.ServiceName != "c-client" {
 			return fmt.Errorf("status = %+v", c.Status)
 		}
 		return nil
-	})
+	}))
 	if got := podNames(t, ns); !slices.Equal(got, []string{"c-0"}) {
 		t.Errorf("pods = %v, want only the seed while it does not run", got)
 	}
@@ -89,12 +90,12 @@ func TestPausedChangesNothing(t *testing.T) {
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Paused condition", func() error {
+	testutil.Eventually(t, testutil.Timeout, "Paused condition", testutil.NoError(func() error {
 		if c := getCluster(t, ns, "c"); condition(c, "Paused") != "True/PausedByUser" || c.Status.Phase != etcdv1beta2.ClusterPhasePaused || !c.Status.ControlPaused {
 			return fmt.Errorf("status = %+v", c.Status)
 		}
 		return nil
-	})
+	}))
 	if got := podNames(t, ns); len(got) != 0 {
 		t.Fatalf("paused cluster got pods %v", got)
 	}
@@ -103,7 +104,7 @@ func TestPausedChangesNothing(t *testing.T) {
 	if err := k8s.Update(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "seed after unpause", func() error {
+	testutil.Eventually(t, testutil.Timeout, "seed after unpause", testutil.NoError(func() error {
 		if got := podNames(t, ns); !slices.Equal(got, []string{"c-0"}) {
 			return fmt.Errorf("pods = %v", got)
 		}
@@ -111,7 +112,7 @@ func TestPausedChangesNothing(t *testing.T) {
 			return fmt.Errorf("Paused = %s", condition(c, "Paused"))
 		}
 		return nil
-	})
+	}))
 }
 
 // grown creates a cluster of size members in a namespace with the fake kubelet and waits
@@ -129,7 +130,7 @@ func grown(t *testing.T, base string, size int32) (string, *fakeEtcd) {
 
 func waitConverged(t *testing.T, ns string, f *fakeEtcd, size int) {
 	t.Helper()
-	eventually(t, "cluster converged", func() error {
+	testutil.Eventually(t, testutil.Timeout, "cluster converged", testutil.NoError(func() error {
 		voters, all, pods := memberNames(f, true), memberNames(f, false), podNames(t, ns)
 		c := getCluster(t, ns, "c")
 		if len(voters) != size || !slices.Equal(all, pods) || condition(c, "Available") != "True/ClusterHealthy" ||
@@ -137,7 +138,7 @@ func waitConverged(t *testing.T, ns string, f *fakeEtcd, size int) {
 			return fmt.Errorf("voters %v members %v pods %v status %+v", voters, all, pods, c.Status)
 		}
 		return nil
-	})
+	}))
 }
 
 func TestGrowsAndShrinksOneAtATime(t *testing.T) {
@@ -182,35 +183,35 @@ func TestDeadMemberReplaced(t *testing.T) {
 	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "c-1 replaced", func() error {
+	testutil.Eventually(t, testutil.Timeout, "c-1 replaced", testutil.NoError(func() error {
 		if got := memberNames(f, true); len(got) != 3 || slices.Contains(got, "c-1") {
 			return fmt.Errorf("voters %v", got)
 		}
 		return nil
-	})
+	}))
 	waitConverged(t, ns, f, 3)
 }
 
 func TestQuorumLostDeletesNothing(t *testing.T) {
 	ns, f := grown(t, "quorum", 3)
 	f.kill("c-1", "c-2")
-	eventually(t, "QuorumLost", func() error {
+	testutil.Eventually(t, testutil.Timeout, "QuorumLost", testutil.NoError(func() error {
 		if c := getCluster(t, ns, "c"); condition(c, "Degraded") != "True/QuorumLost" || condition(c, "Available") != "False/EtcdUnreachable" {
 			return fmt.Errorf("Degraded %s Available %s", condition(c, "Degraded"), condition(c, "Available"))
 		}
 		return nil
-	})
+	}))
 	for _, name := range []string{"c-1", "c-2"} {
 		if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "pods gone, nothing else changed", func() error {
+	testutil.Eventually(t, testutil.Timeout, "pods gone, nothing else changed", testutil.NoError(func() error {
 		if got := podNames(t, ns); !slices.Equal(got, []string{"c-0"}) {
 			return fmt.Errorf("pods %v", got)
 		}
 		return nil
-	})
+	}))
 	c := getCluster(t, ns, "c")
 	if got := memberNames(f, false); len(got) != 3 || condition(c, "Degraded") != "True/QuorumLost" {
 		t.Fatalf("after deleting the dead pods: members %v Degraded %s; want 3 members kept, QuorumLost", got, condition(c, "Degraded"))
@@ -225,12 +226,12 @@ func TestAdoptsRestoreSeed(t *testing.T) {
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "WaitingForSeed", func() error {
+	testutil.Eventually(t, testutil.Timeout, "WaitingForSeed", testutil.NoError(func() error {
 		if c := getCluster(t, ns, "c"); condition(c, "Progressing") != "True/WaitingForSeed" {
 			return fmt.Errorf("Progressing %s", condition(c, "Progressing"))
 		}
 		return nil
-	})
+	}))
 	if got := podNames(t, ns); len(got) != 0 {
 		t.Fatalf("operator made pods %v while waiting for the seed", got)
 	}
@@ -310,25 +311,25 @@ func TestFailedRestoreSaysHowToRetry(t *testing.T) {
 	if err := k8s.Create(ctx, rs); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "WaitingForSeed", func() error {
+	testutil.Eventually(t, testutil.Timeout, "WaitingForSeed", testutil.NoError(func() error {
 		if got := condition(getCluster(t, ns, "c"), "Progressing"); got != "True/WaitingForSeed" {
 			return fmt.Errorf("Progressing %s", got)
 		}
 		return nil
-	})
+	}))
 	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: etcdv1beta2.RestoreConditionFailed, Status: metav1.ConditionTrue,
 		Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume is too small for the backup"})
 	if err := k8s.Status().Update(ctx, rs); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Degraded RestoreFailed", func() error {
+	testutil.Eventually(t, testutil.Timeout, "Degraded RestoreFailed", testutil.NoError(func() error {
 		c := getCluster(t, ns, "c")
 		d := meta.FindStatusCondition(c.Status.Conditions, "Degraded")
 		if d == nil || d.Reason != etcdv1beta2.ReasonRestoreFailed || !strings.Contains(d.Message, "InsufficientStorage") || !strings.Contains(d.Message, "create a new EtcdRestore with etcdCluster.name c") {
 			return fmt.Errorf("Degraded %+v", d)
 		}
 		return nil
-	})
+	}))
 	if got := podNames(t, ns); len(got) != 0 {
 		t.Fatalf("operator made pods %v for a cluster whose restore failed", got)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -64,13 +65,13 @@ func TestDisruptionBudgetAndSpread(t *testing.T) {
 	}
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 1 })
 	waitConverged(t, ns, f, 1)
-	eventually(t, "PDB follows size 1", func() error {
+	testutil.Eventually(t, testutil.Timeout, "PDB follows size 1", testutil.NoError(func() error {
 		pdb, err := getPDB(ns)
 		if err == nil && (pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != intstr.FromInt32(0)) {
 			err = fmt.Errorf("maxUnavailable %v, want 0", pdb.Spec.MaxUnavailable)
 		}
 		return err
-	})
+	}))
 }
 
 // TestForeignDisruptionBudgetNotTakenOver: a PodDisruptionBudget named like the cluster that
@@ -87,12 +88,12 @@ func TestForeignDisruptionBudgetNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitConverged(t, ns, fakeFor(clusterConfig(ns)), 1)
-	eventually(t, "Degraded NotOwned", func() error {
+	testutil.Eventually(t, testutil.Timeout, "Degraded NotOwned", testutil.NoError(func() error {
 		if c := getCluster(t, ns, "c"); condition(c, "Degraded") != "True/NotOwned" {
 			return fmt.Errorf("Degraded %s", condition(c, "Degraded"))
 		}
 		return nil
-	})
+	}))
 	pdb, err := getPDB(ns)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestSeedVolumeWithoutPodGetsNoPlainMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	anotherPass(t, ns)
-	consistently(t, 3*time.Second, "no pod on the seed's volume", func() error {
+	testutil.Consistently(t, 3*time.Second, "no pod on the seed's volume", testutil.NoError(func() error {
 		if pods := podNames(t, ns); len(pods) != 0 {
 			return fmt.Errorf("pods %v", pods)
 		}
@@ -130,7 +131,7 @@ func TestSeedVolumeWithoutPodGetsNoPlainMember(t *testing.T) {
 			return fmt.Errorf("Progressing %s", condition(c, "Progressing"))
 		}
 		return nil
-	})
+	}))
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil || pvc.DeletionTimestamp != nil {
 		t.Fatalf("seed volume: %v, deletion %v; want it kept", err, pvc.DeletionTimestamp)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -62,23 +63,23 @@ func TestSerializableListChangesNothing(t *testing.T) {
 	f.set(func(f *fakeEtcd) { f.serializable = true })
 	ownExtraMember(t, ns)
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 })
-	eventually(t, "Degraded MembershipUnverified", func() error {
+	testutil.Eventually(t, testutil.Timeout, "Degraded MembershipUnverified", testutil.NoError(func() error {
 		if c := getCluster(t, ns, "c"); condition(c, "Degraded") != "True/MembershipUnverified" {
 			return fmt.Errorf("Degraded %s", condition(c, "Degraded"))
 		}
 		return nil
-	})
-	consistently(t, 3*time.Second, "nothing deleted or removed", func() error {
+	}))
+	testutil.Consistently(t, 3*time.Second, "nothing deleted or removed", testutil.NoError(func() error {
 		if got := memberNames(f, true); len(got) != 3 {
 			return fmt.Errorf("voters %v", got)
 		}
 		return exists(t, ns, "c-9")
-	})
+	}))
 	if err := warningEvents(ns, "MembershipUnverified", 1); err != nil {
 		t.Fatal(err)
 	}
 	f.set(func(f *fakeEtcd) { f.serializable = false })
-	eventually(t, "extra pod and volume deleted, one member removed", func() error {
+	testutil.Eventually(t, testutil.Timeout, "extra pod and volume deleted, one member removed", testutil.NoError(func() error {
 		if err := exists(t, ns, "c-9"); err == nil {
 			return fmt.Errorf("c-9 still there")
 		}
@@ -86,7 +87,7 @@ func TestSerializableListChangesNothing(t *testing.T) {
 			return fmt.Errorf("voters %v", got)
 		}
 		return nil
-	})
+	}))
 }
 
 // TestClusterIDMismatchChangesNothing: members that answer with another cluster ID than the
@@ -99,12 +100,12 @@ func TestClusterIDMismatchChangesNothing(t *testing.T) {
 	if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Degraded ClusterIDMismatch", func() error {
+	testutil.Eventually(t, testutil.Timeout, "Degraded ClusterIDMismatch", testutil.NoError(func() error {
 		if c := getCluster(t, ns, "c"); condition(c, "Degraded") != "True/ClusterIDMismatch" || condition(c, "Available") != "False/ClusterIDMismatch" {
 			return fmt.Errorf("Degraded %s Available %s", condition(c, "Degraded"), condition(c, "Available"))
 		}
 		return nil
-	})
+	}))
 	anotherPass(t, ns)
 	if got := memberNames(f, true); !slices.Contains(got, "c-1") || len(got) != 3 {
 		t.Fatalf("voters %v, want c-1 kept", got)
@@ -116,12 +117,12 @@ func TestClusterIDMismatchChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.set(func(f *fakeEtcd) { f.clusterID = 0xc1 })
-	eventually(t, "c-1 replaced once the ID matches", func() error {
+	testutil.Eventually(t, testutil.Timeout, "c-1 replaced once the ID matches", testutil.NoError(func() error {
 		if got := memberNames(f, true); len(got) != 3 || slices.Contains(got, "c-1") {
 			return fmt.Errorf("voters %v", got)
 		}
 		return nil
-	})
+	}))
 }
 
 // TestDialsOnlyOwnURLsAndChecksWhoAnswers: the operator never dials the client URLs members
@@ -134,13 +135,13 @@ func TestDialsOnlyOwnURLsAndChecksWhoAnswers(t *testing.T) {
 		}
 	}
 	f.set(func(f *fakeEtcd) { f.impostor["c-2"] = 4242 })
-	eventually(t, "c-2 counted as down", func() error {
+	testutil.Eventually(t, testutil.Timeout, "c-2 counted as down", testutil.NoError(func() error {
 		c := getCluster(t, ns, "c")
 		if !slices.Contains(c.Status.Members.Unready, "c-2") || condition(c, "Degraded") != "True/MemberUnhealthy" {
 			return fmt.Errorf("members %+v Degraded %s", c.Status.Members, condition(c, "Degraded"))
 		}
 		return nil
-	})
+	}))
 	if got := memberNames(f, true); len(got) != 3 {
 		t.Fatalf("voters %v, want 3 (a running member that does not answer is waited for)", got)
 	}

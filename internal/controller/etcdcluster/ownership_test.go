@@ -17,19 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
-
-// consistently checks cond every 100 ms for d and fails the test the first time it does not
-// hold: for "this never happens" after the passes that would have done it.
-func consistently(t *testing.T, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err := cond(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-}
 
 // ownedBy returns a controller reference to an EtcdCluster named name with UID uid.
 func ownedBy(name string, uid types.UID) []metav1.OwnerReference {
@@ -79,14 +69,14 @@ func TestRecreatedClusterLeavesOldIncarnationAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := fakeFor(clusterConfig(ns))
-	eventually(t, "new cluster seeded as c-5 and available", func() error {
+	testutil.Eventually(t, testutil.Timeout, "new cluster seeded as c-5 and available", testutil.NoError(func() error {
 		c := getCluster(t, ns, "c")
 		if got := memberNames(f, true); !slices.Equal(got, []string{"c-5"}) || condition(c, "Available") != "True/ClusterHealthy" {
 			return fmt.Errorf("voters %v Available %s", got, condition(c, "Available"))
 		}
 		return nil
-	})
-	consistently(t, 3*time.Second, "old incarnation untouched", func() error {
+	}))
+	testutil.Consistently(t, 3*time.Second, "old incarnation untouched", testutil.NoError(func() error {
 		for i, obj := range []client.Object{&corev1.Pod{}, &corev1.Pod{}, &corev1.PersistentVolumeClaim{}} {
 			name := []string{"c-0", "c-1", "c-4"}[i]
 			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
@@ -100,7 +90,7 @@ func TestRecreatedClusterLeavesOldIncarnationAlone(t *testing.T) {
 			return fmt.Errorf("status counts foreign pods: size %d members %+v", c.Status.Size, c.Status.Members)
 		}
 		return nil
-	})
+	}))
 }
 
 // TestForeignServiceNotTakenOver: a Service named <c>-client that the cluster does not control
@@ -117,13 +107,13 @@ func TestForeignServiceNotTakenOver(t *testing.T) {
 	if err := k8s.Create(ctx, newCluster(ns, "c", 1)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Degraded NotOwned", func() error {
+	testutil.Eventually(t, testutil.Timeout, "Degraded NotOwned", testutil.NoError(func() error {
 		if c := getCluster(t, ns, "c"); condition(c, "Degraded") != "True/NotOwned" {
 			return fmt.Errorf("Degraded %s", condition(c, "Degraded"))
 		}
 		return nil
-	})
-	eventually(t, "one Warning event", func() error { return warningEvents(ns, etcdv1beta2.ReasonNotOwned, 1) })
+	}))
+	testutil.Eventually(t, testutil.Timeout, "one Warning event", testutil.NoError(func() error { return warningEvents(ns, etcdv1beta2.ReasonNotOwned, 1) }))
 	anotherPass(t, ns)
 	if err := warningEvents(ns, etcdv1beta2.ReasonNotOwned, 1); err != nil {
 		t.Fatalf("after another pass: %v (one event per flip, not per pass)", err)
@@ -141,7 +131,7 @@ func TestForeignServiceNotTakenOver(t *testing.T) {
 	if err := k8s.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "own Service and seed once the foreign one is gone", func() error {
+	testutil.Eventually(t, testutil.Timeout, "own Service and seed once the foreign one is gone", testutil.NoError(func() error {
 		own := &corev1.Service{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(svc), own); err != nil {
 			return err
@@ -150,7 +140,7 @@ func TestForeignServiceNotTakenOver(t *testing.T) {
 			return fmt.Errorf("Service owner %v pods %v", ref, podNames(t, ns))
 		}
 		return nil
-	})
+	}))
 }
 
 // anotherPass changes the cluster's spec (a pod annotation, which applies to new pods only)
@@ -166,12 +156,12 @@ func anotherPass(t *testing.T, ns string) {
 		}
 		c.Spec.Pod.Annotations["test-pass"] = fmt.Sprint(c.Generation)
 	})
-	eventually(t, "a pass over the new generation", func() error {
+	testutil.Eventually(t, testutil.Timeout, "a pass over the new generation", testutil.NoError(func() error {
 		if got := getCluster(t, ns, "c"); got.Status.ObservedGeneration < got.Generation {
 			return fmt.Errorf("observed generation %d of %d", got.Status.ObservedGeneration, got.Generation)
 		}
 		return nil
-	})
+	}))
 }
 
 // updateCluster changes the spec of cluster c, retrying on conflicts with status patches.

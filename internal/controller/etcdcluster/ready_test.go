@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -33,13 +34,13 @@ func kstatus(c *etcdv1beta2.EtcdCluster) (string, error) {
 // waitKstatus waits until the cluster's Ready, Reconciling and Stalled read want.
 func waitKstatus(t *testing.T, ns, want string) {
 	t.Helper()
-	eventually(t, want, func() error {
+	testutil.Eventually(t, testutil.Timeout, want, testutil.NoError(func() error {
 		got, err := kstatus(getCluster(t, ns, "c"))
 		if err == nil && got != want {
 			err = fmt.Errorf("got %s", got)
 		}
 		return err
-	})
+	}))
 }
 
 // TestReadyWhileCreatingAndPaused: a cluster whose pods never run is Ready=False and

@@ -2,7 +2,6 @@ package etcdcluster
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -96,15 +95,6 @@ func namespace(t *testing.T, base string) string {
 
 func newCluster(ns, name string, size int32) *etcdv1beta2.EtcdCluster {
 	return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: etcdv1beta2.ClusterSpec{Size: size}}
-}
-
-// eventually polls cond until it holds or 30 s pass.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	testutil.Eventually(t, 30*time.Second, what, func() (bool, string) {
-		err := cond()
-		return err == nil, fmt.Sprint(err)
-	})
 }
 
 func getCluster(t *testing.T, ns, name string) *etcdv1beta2.EtcdCluster {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -52,7 +53,7 @@ func memberPod(t *testing.T, c *etcdv1beta2.EtcdCluster, name string) *corev1.Po
 func playGC(t *testing.T, ns, name string, uid types.UID) *etcdv1beta2.EtcdCluster {
 	t.Helper()
 	var c *etcdv1beta2.EtcdCluster
-	eventually(t, "old cluster "+name+" replaced", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "old cluster "+name+" replaced", func() (bool, string) {
 		var err error
 		c, err = getCluster(t, ns, name)
 		if err != nil {
@@ -82,7 +83,7 @@ func getPVC(t *testing.T, ns, name string) (*corev1.PersistentVolumeClaim, error
 func waitPod(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	eventually(t, "pod "+name, func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "pod "+name, func() (bool, string) {
 		var err error
 		pod, err = getPod(t, ns, name)
 		return err == nil, fmt.Sprint(err)

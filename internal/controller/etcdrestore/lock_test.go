@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -82,7 +83,7 @@ func touch(t *testing.T, ns, name string, i int) {
 func warnings(t *testing.T, ns, name, reason string) int32 {
 	t.Helper()
 	var n int32
-	eventually(t, "events of "+name, func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "events of "+name, func() (bool, string) {
 		n = 0
 		list := &corev1.EventList{}
 		if err := k8s.List(t.Context(), list, client.InNamespace(ns)); err != nil {

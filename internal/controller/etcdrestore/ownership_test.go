@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -31,7 +32,7 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 
 	// When the old cluster is deleted, its volumes already belong to the EtcdRestore.
 	var rs *etcdv1beta2.EtcdRestore
-	eventually(t, "old cluster deleted", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "old cluster deleted", func() (bool, string) {
 		c, err := getCluster(t, ns, "prod")
 		return err == nil && c.DeletionTimestamp != nil, fmt.Sprint(err)
 	})
@@ -83,7 +84,7 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 	}
 	grown(t, c, "prod-8", "prod-9", "prod-10")
 	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionComplete, "True/"+etcdv1beta2.ReasonRestoreSucceeded)
-	eventually(t, "retained volumes deleted after verification", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "retained volumes deleted after verification", func() (bool, string) {
 		for i := range 3 {
 			if pvc, err := getPVC(t, ns, fmt.Sprintf("prod-%d", i)); !gone(err, pvc) {
 				return false, pvc.Name + " still there"
@@ -114,7 +115,7 @@ func TestDrillCleanupDeletesNothingItDidNotMake(t *testing.T) {
 	rs.Spec.TTLSecondsAfterFinished = new(int32)
 	create(t, rs)
 	waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonClusterExists)
-	eventually(t, "TTL ran", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "TTL ran", func() (bool, string) {
 		return getRestore(t, ns, "drill").Status.ClusterDeletedTime != nil, "clusterDeletedTime unset"
 	})
 	if p, err := getPod(t, ns, "victim-0"); gone(err, p) {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -16,7 +17,7 @@ import (
 func waitKstatus(t *testing.T, ns, name, want string) *etcdv1beta2.EtcdRestore {
 	t.Helper()
 	var rs *etcdv1beta2.EtcdRestore
-	eventually(t, name+" "+want, func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, name+" "+want, func() (bool, string) {
 		rs = getRestore(t, ns, name)
 		if rs.Status.ObservedGeneration != rs.Generation {
 			return false, fmt.Sprintf("status.observedGeneration %d, generation %d", rs.Status.ObservedGeneration, rs.Generation)

@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
@@ -143,7 +144,7 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 
 	// The old cluster is deleted in the foreground; envtest has no garbage collector, so the
 	// test plays it and removes the finalizer.
-	eventually(t, "old cluster deleted", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "old cluster deleted", func() (bool, string) {
 		c, err := getCluster(t, ns, "prod")
 		if err != nil {
 			return false, err.Error()
@@ -172,7 +173,7 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	}
 
 	pod := &corev1.Pod{}
-	eventually(t, "seed pod", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "seed pod", func() (bool, string) {
 		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "prod-0"}, pod)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -239,7 +240,7 @@ func TestMemberMismatchFails(t *testing.T) {
 	rs.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
 	create(t, rs)
 	pod := &corev1.Pod{}
-	eventually(t, "seed pod", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "seed pod", func() (bool, string) {
 		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "scratch-0"}, pod)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -270,7 +271,7 @@ func TestMemberMismatchFails(t *testing.T) {
 		t.Errorf("reason %q does not name the member", got.Status.Reason)
 	}
 	// The TTL then deletes the scratch cluster, and only it.
-	eventually(t, "scratch cluster deleted", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "scratch cluster deleted", func() (bool, string) {
 		c, err := getCluster(t, ns, "scratch")
 		return err != nil || c.DeletionTimestamp != nil, "still there"
 	})
@@ -300,7 +301,7 @@ func TestDrillNeverReplaces(t *testing.T) {
 	rs2.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
 	create(t, rs2)
 	pod := &corev1.Pod{}
-	eventually(t, "seed pod", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "seed pod", func() (bool, string) {
 		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fresh-0"}, pod)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -313,7 +314,7 @@ func TestDrillNeverReplaces(t *testing.T) {
 	if !strings.Contains(got.Status.Reason, "10 MiB free") || !strings.Contains(got.Status.Reason, "create a new EtcdRestore") {
 		t.Errorf("reason %q", got.Status.Reason)
 	}
-	eventually(t, "failed seed pod deleted", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "failed seed pod deleted", func() (bool, string) {
 		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fresh-0"}, pod)
 		return err != nil || pod.DeletionTimestamp != nil, "still there"
 	})

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -33,7 +34,7 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 			t.Fatalf("retained volume prod-%d not kept after the failure: %v", i, err)
 		}
 	}
-	eventually(t, "failed seed pod stopped", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "failed seed pod stopped", func() (bool, string) {
 		p, err := getPod(t, ns, "prod-3")
 		return gone(err, p), "still there"
 	})

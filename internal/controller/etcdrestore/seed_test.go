@@ -13,6 +13,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -68,7 +69,7 @@ func TestTimedOutRestoreStopsItsSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, ns, "slow", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonTimeout)
-	eventually(t, "seed pod stopped", func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, "seed pod stopped", func() (bool, string) {
 		p, err := getPod(t, ns, "slowc-0")
 		return gone(err, p) || p.UID != pod.UID, "still there"
 	})

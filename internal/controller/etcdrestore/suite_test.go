@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -66,11 +65,6 @@ func namespace(t *testing.T) string {
 	return testutil.Namespace(t, k8s, "restore")
 }
 
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	testutil.Eventually(t, 30*time.Second, what, cond)
-}
-
 func getRestore(t *testing.T, ns, name string) *etcdv1beta2.EtcdRestore {
 	t.Helper()
 	rs := &etcdv1beta2.EtcdRestore{}
@@ -84,7 +78,7 @@ func getRestore(t *testing.T, ns, name string) *etcdv1beta2.EtcdRestore {
 func waitCondition(t *testing.T, ns, name, typ, want string) *etcdv1beta2.EtcdRestore {
 	t.Helper()
 	var rs *etcdv1beta2.EtcdRestore
-	eventually(t, name+" "+typ+"="+want, func() (bool, string) {
+	testutil.Eventually(t, testutil.Timeout, name+" "+typ+"="+want, func() (bool, string) {
 		rs = getRestore(t, ns, name)
 		c := meta.FindStatusCondition(rs.Status.Conditions, typ)
 		if c == nil {

@@ -1,11 +1,12 @@
-// Package snapshottest starts real etcd processes for tests of the snapshot package and the
-// backup controllers, with the binaries hack/build-etcd.sh builds into .cache/bin.
+// Package snapshottest starts real etcd processes for tests (one member, or several that form a
+// cluster), with the binaries hack/build-etcd.sh builds into .cache/bin: the one way the
+// project's tests run a real etcd (pkg/snapshot, pkg/cluster, the backup, schedule and restore
+// controllers, the restore agent).
 package snapshottest
 
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
 )
 
 // Version is the etcd version the tests run.
@@ -42,113 +45,132 @@ func Bin(t testing.TB, name string) string {
 	return p
 }
 
-// Etcd is a single-member etcd process on loopback ports.
+// ReadyTimeout bounds how long WaitReady waits for a member to answer (a cold start on a
+// loaded CI machine takes a few seconds).
+const ReadyTimeout = 30 * time.Second
+
+// statusTimeout bounds one Status call while WaitReady polls.
+const statusTimeout = 2 * time.Second
+
+// Etcd is one etcd member process for a test, on loopback ports reserved for the test
+// (ReservePort), logging to a file that a failed start prints.
 type Etcd struct {
-	Endpoint string
+	Name     string
+	Endpoint string // client URL
+	PeerURL  string
 	DataDir  string
 	cmd      *exec.Cmd
+	log      string
 	done     chan error
 	stop     sync.Once
 	certs    *Certs
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// StartEtcd starts etcd on a fresh data dir (or dataDir when non-empty) and waits until it
-// serves; the test's cleanup stops it.
+// StartEtcd starts a one-member etcd on a fresh data dir (or dataDir when non-empty) and waits
+// until it serves; the test's cleanup stops it.
 func StartEtcd(t testing.TB, dataDir string) *Etcd {
 	t.Helper()
-	return start(t, dataDir, nil)
+	return startSingle(t, dataDir, nil)
 }
 
-// StartEtcdTLS starts etcd serving clients over https with client certificate auth.
+// StartEtcdTLS starts a one-member etcd serving clients over https with client certificate
+// auth.
 func StartEtcdTLS(t testing.TB, certs *Certs) *Etcd {
 	t.Helper()
-	return start(t, "", certs)
+	return startSingle(t, "", certs)
 }
 
-func start(t testing.TB, dataDir string, certs *Certs) *Etcd {
+func startSingle(t testing.TB, dataDir string, certs *Certs) *Etcd {
 	t.Helper()
-	// FreePort's ports are free when chosen but may be taken by another process (a parallel
-	// test package) before etcd binds them: start again on new ports then.
-	for attempt := 1; ; attempt++ {
-		e, out, err := launch(t, dataDir, certs)
-		if err == nil {
-			return e
-		}
-		if attempt < 5 && strings.Contains(out, "address already in use") {
-			continue
-		}
-		t.Fatalf("%v\n%s", err, out)
+	e := NewEtcd(t, "default", certs)
+	if dataDir != "" {
+		e.DataDir = dataDir
 	}
+	e.Start(t, InitialCluster(e), "new")
+	e.WaitReady(t)
+	return e
 }
 
-// launch starts one etcd process and waits until it serves; on failure it returns the error
-// and etcd's log.
-func launch(t testing.TB, dataDir string, certs *Certs) (*Etcd, string, error) {
+// NewEtcd reserves the ports of a member named name, with a fresh data dir (set DataDir before
+// Start to use another); clients talk https with client certificate auth when certs is
+// non-nil. Nothing runs until Start.
+func NewEtcd(t testing.TB, name string, certs *Certs) *Etcd {
 	t.Helper()
-	bin := Bin(t, "etcd")
-	if dataDir == "" {
-		dataDir = filepath.Join(t.TempDir(), "data")
-	}
 	scheme := "http"
 	if certs != nil {
 		scheme = "https"
 	}
-	client := scheme + "://127.0.0.1:" + strconv.Itoa(FreePort(t))
-	peer := "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+	return &Etcd{
+		Name:     name,
+		Endpoint: scheme + "://127.0.0.1:" + strconv.Itoa(ReservePort(t)),
+		PeerURL:  "http://127.0.0.1:" + strconv.Itoa(ReservePort(t)),
+		DataDir:  filepath.Join(t.TempDir(), name),
+		certs:    certs,
+	}
+}
+
+// InitialCluster is etcd's --initial-cluster for members ("name=peerURL,...").
+func InitialCluster(members ...*Etcd) string {
+	s := make([]string, len(members))
+	for i, m := range members {
+		s[i] = m.Name + "=" + m.PeerURL
+	}
+	return strings.Join(s, ",")
+}
+
+// Start runs the member until the test ends or Stop. initialCluster is etcd's --initial-cluster,
+// state its --initial-cluster-state: "new" for a cluster's first members, "existing" for a
+// member added to a running cluster. Start does not wait: a member of a new cluster of several
+// serves only once a quorum runs (WaitReady waits).
+func (e *Etcd) Start(t testing.TB, initialCluster, state string) {
+	t.Helper()
 	args := []string{
-		"--name", "default",
-		"--data-dir", dataDir,
-		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "default=" + peer,
+		"--name", e.Name,
+		"--data-dir", e.DataDir,
+		"--listen-client-urls", e.Endpoint, "--advertise-client-urls", e.Endpoint,
+		"--listen-peer-urls", e.PeerURL, "--initial-advertise-peer-urls", e.PeerURL,
+		"--initial-cluster", initialCluster, "--initial-cluster-state", state,
+		"--socket-reuse-port", // to listen on the ports ReservePort holds
 		"--log-level", "error",
 	}
-	if certs != nil {
-		args = append(args, certs.ServerArgs()...)
+	if e.certs != nil {
+		args = append(args, e.certs.ServerArgs()...)
 	}
-	cmd := exec.Command(bin, args...)
-	logf, err := os.Create(filepath.Join(t.TempDir(), "etcd.log"))
+	e.cmd = exec.Command(Bin(t, "etcd"), args...)
+	e.log = filepath.Join(t.TempDir(), "etcd-"+e.Name+".log")
+	logf, err := os.Create(e.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting etcd: %v", err)
+	e.cmd.Stdout, e.cmd.Stderr = logf, logf
+	if err := e.cmd.Start(); err != nil {
+		t.Fatalf("starting etcd %s: %v", e.Name, err)
 	}
-	e := &Etcd{Endpoint: client, DataDir: dataDir, cmd: cmd, done: make(chan error, 1), certs: certs}
-	go func() { e.done <- cmd.Wait(); logf.Close() }()
+	e.done = make(chan error, 1)
+	go func() { e.done <- e.cmd.Wait(); logf.Close() }()
 	t.Cleanup(e.Stop)
+}
+
+// WaitReady waits until the member answers a Status call, and fails the test with the member's
+// log if it exits or ReadyTimeout passes first.
+func (e *Etcd) WaitReady(t testing.TB) {
+	t.Helper()
 	cli := e.Client(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := cli.Status(ctx, client)
-		cancel()
-		if err == nil {
-			return e, "", nil
-		}
-		if time.Now().After(deadline) {
-			e.Stop()
-			out, _ := os.ReadFile(logf.Name())
-			return nil, string(out), fmt.Errorf("etcd at %s not ready: %w", client, err)
-		}
+	err := poll.Until(context.Background(), 100*time.Millisecond, ReadyTimeout, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-e.done:
-			out, _ := os.ReadFile(logf.Name())
-			return nil, string(out), fmt.Errorf("etcd exited: %w", err)
-		case <-time.After(100 * time.Millisecond):
+			e.done <- err // for Stop
+			return false, fmt.Errorf("etcd exited: %w", err)
+		default:
 		}
+		ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+		defer cancel()
+		_, err := cli.Status(ctx, e.Endpoint)
+		return err == nil, err
+	})
+	if err != nil {
+		out, _ := os.ReadFile(e.log)
+		t.Fatalf("etcd %s at %s not ready: %v\n%s", e.Name, e.Endpoint, err, out)
 	}
 }
 

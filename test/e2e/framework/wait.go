@@ -4,7 +4,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -13,10 +12,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
 )
 
-// PollInterval is how often the wait helpers re-check.
+// PollInterval is how often the wait helpers re-check: slower than the unit tests' polling, as
+// every check here is a call to a real cluster's apiserver.
 const PollInterval = 500 * time.Millisecond
+
+// callTimeout bounds one check of a condition, so a hung apiserver call cannot use up a
+// wait's whole budget.
+const callTimeout = 30 * time.Second
 
 // Eventually calls cond every PollInterval until it returns true, and fails the test with desc
 // and the last error or reason if that does not happen within timeout. cond returns (false, err)
@@ -28,33 +34,16 @@ func Eventually(t testing.TB, timeout time.Duration, desc string, cond func(ctx 
 	}
 }
 
-// Poll is Eventually without a test: it returns nil once cond is true, or an error that
-// carries the last reason cond gave when timeout or ctx ends first.
+// Poll is Eventually without a test (hack/demo uses it): it returns nil once cond is true, or an
+// error that carries the last reason cond gave when timeout or ctx ends first. It is
+// poll.Until, the loop the unit tests wait with, with this package's slower interval and a
+// deadline for each check; the e2e tests keep their own entry point only for those two.
 func Poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	tick := time.NewTicker(PollInterval)
-	defer tick.Stop()
-	for {
-		callCtx, callCancel := context.WithTimeout(ctx, 30*time.Second)
-		ok, err := cond(callCtx)
-		callCancel()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last == nil {
-				last = errors.New("condition not met")
-			}
-			return fmt.Errorf("timed out after %s: %w", timeout, last)
-		case <-tick.C:
-		}
-	}
+	return poll.Until(ctx, PollInterval, timeout, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		return cond(ctx)
+	})
 }
 
 // WaitForDeploymentAvailable waits for the Deployment's Available condition and all replicas
