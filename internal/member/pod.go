@@ -31,6 +31,19 @@ const (
 	TopologyHostname = "kubernetes.io/hostname"
 )
 
+// The etcd container's readiness probe (GET /health on the metrics port). A member that stops
+// answering leaves the client Service's endpoints after about
+// readinessPeriodSeconds*readinessFailureThreshold seconds.
+const (
+	// readinessPeriodSeconds is how often the kubelet asks.
+	readinessPeriodSeconds = 5
+	// readinessTimeoutSeconds bounds one /health call (etcd answers it only with a leader and
+	// a working store, so a slow disk shows here).
+	readinessTimeoutSeconds = 5
+	// readinessFailureThreshold is how many failed calls in a row make the member not ready.
+	readinessFailureThreshold = 3
+)
+
 // SelectorLabels selects the member pods of c.
 func SelectorLabels(c *etcdv1beta2.EtcdCluster) map[string]string {
 	return map[string]string{LabelApp: AppEtcd, LabelCluster: c.Name}
@@ -119,9 +132,9 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 		// /health on the plain-HTTP metrics listener works the same with and without TLS.
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(MetricsPort)}},
-			PeriodSeconds:    5,
-			TimeoutSeconds:   5,
-			FailureThreshold: 3,
+			PeriodSeconds:    readinessPeriodSeconds,
+			TimeoutSeconds:   readinessTimeoutSeconds,
+			FailureThreshold: readinessFailureThreshold,
 		},
 	}
 	pod := &corev1.Pod{

@@ -101,11 +101,22 @@ type Config struct {
 	// Endpoints are the client URLs the caller computed for the member pods it owns. The
 	// client dials only these (and the endpoints passed to Status), never the URLs members
 	// advertise. Each URL's host starts with the member's name (<pod>.<service>...).
-	Endpoints      []string
-	TLS            *tls.Config
-	DialTimeout    time.Duration
+	Endpoints []string
+	TLS       *tls.Config
+	// DialTimeout bounds connecting to an endpoint (clientv3's DialTimeout).
+	DialTimeout time.Duration
+	// RequestTimeout bounds each call (DefaultRequestTimeout when zero); a linearizable member
+	// list gets 1/linearizableShare of it per endpoint, so that a serializable fallback fits.
 	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout bounds each etcd call when Config.RequestTimeout is zero. The
+// operators pass their --etcd-request-timeout flag instead.
+const DefaultRequestTimeout = 15 * time.Second
+
+// One linearizable MemberList attempt may take 1/linearizableShare of the request timeout: a member without quorum blocks that call until its deadline, and the serializable
+// fallback needs time of its own.
+const linearizableShare = 3
 
 type etcdClient struct {
 	c         *clientv3.Client
@@ -127,7 +138,7 @@ func New(cfg Config) (Client, error) {
 	}
 	timeout := cfg.RequestTimeout
 	if timeout <= 0 {
-		timeout = 15 * time.Second
+		timeout = DefaultRequestTimeout
 	}
 	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout}, nil
 }
@@ -138,7 +149,7 @@ func (e *etcdClient) MemberList(ctx context.Context) (Membership, error) {
 	var resp *clientv3.MemberListResponse
 	var err error
 	for i := 0; i < max(1, len(e.endpoints)); i++ {
-		lctx, lcancel := context.WithTimeout(ctx, e.timeout/3)
+		lctx, lcancel := context.WithTimeout(ctx, e.timeout/linearizableShare)
 		resp, err = e.c.MemberList(lctx)
 		lcancel()
 		if !errors.Is(err, errNotSupportedForLearner) {
