@@ -40,8 +40,10 @@ var (
 	grouping    = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
 )
 
-// definedMetrics finds every prometheus.New<Kind>[Vec](<Kind>Opts{Name: "..."}, labels) in the
-// non-test Go files under root/internal and root/pkg.
+// definedMetrics finds every metric defined in the non-test Go files under root/internal and
+// root/pkg: calls whose first argument is prometheus.<Kind>Opts{Name: "..."} (NewGaugeVec,
+// opmetrics.NewInfoVec, ...) with the labels that follow, and prometheus.NewDesc("name", help,
+// labels) of collectors.
 func definedMetrics(root string) (map[string]metric, error) {
 	out := map[string]metric{}
 	for _, dir := range []string{"internal", "pkg"} {
@@ -53,12 +55,23 @@ func definedMetrics(root string) (map[string]metric, error) {
 			if err != nil {
 				return err
 			}
-			vars := map[string][]string{} // labels := []string{...}
+			vars := map[string][]string{} // labels := []string{...} and var labels = []string{...}
 			ast.Inspect(f, func(n ast.Node) bool {
-				if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == len(as.Rhs) {
-					for i, l := range as.Lhs {
-						if id, ok := l.(*ast.Ident); ok {
-							if s := stringList(as.Rhs[i], nil); s != nil {
+				switch t := n.(type) {
+				case *ast.AssignStmt:
+					if len(t.Lhs) == len(t.Rhs) {
+						for i, l := range t.Lhs {
+							if id, ok := l.(*ast.Ident); ok {
+								if s := stringList(t.Rhs[i], nil); s != nil {
+									vars[id.Name] = s
+								}
+							}
+						}
+					}
+				case *ast.ValueSpec:
+					if len(t.Names) == len(t.Values) {
+						for i, id := range t.Names {
+							if s := stringList(t.Values[i], nil); s != nil {
 								vars[id.Name] = s
 							}
 						}
@@ -71,15 +84,25 @@ func definedMetrics(root string) (map[string]metric, error) {
 				if !ok || len(call.Args) == 0 {
 					return true
 				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || exprString(sel.X) != "prometheus" || !strings.HasPrefix(sel.Sel.Name, "New") {
+				// prometheus.NewDesc("name", help, labels, ...): a collector's metric, a gauge here.
+				if exprString(call.Fun) == "prometheus.NewDesc" && len(call.Args) >= 3 {
+					if bl, ok := call.Args[0].(*ast.BasicLit); ok {
+						name, _ := strconv.Unquote(bl.Value)
+						out[name] = metric{kind: "Gauge", labels: stringList(call.Args[2], vars)}
+					}
 					return true
 				}
+				// <any constructor>(prometheus.<Kind>Opts{Name: "..."}, labels): prometheus.NewGaugeVec
+				// and the like, and wrappers such as opmetrics.NewInfoVec.
 				lit, ok := call.Args[0].(*ast.CompositeLit)
 				if !ok {
 					return true
 				}
-				kind := strings.TrimSuffix(strings.TrimPrefix(sel.Sel.Name, "New"), "Vec")
+				opts := exprString(lit.Type)
+				if !strings.HasPrefix(opts, "prometheus.") || !strings.HasSuffix(opts, "Opts") {
+					return true
+				}
+				kind := strings.TrimSuffix(strings.TrimPrefix(opts, "prometheus."), "Opts")
 				for _, el := range lit.Elts {
 					kv, ok := el.(*ast.KeyValueExpr)
 					if !ok || exprString(kv.Key) != "Name" {
@@ -111,6 +134,18 @@ func stringList(e ast.Expr, vars map[string][]string) []string {
 	switch t := e.(type) {
 	case *ast.Ident:
 		return vars[t.Name]
+	case *ast.CallExpr: // append(labels, "more", ...)
+		if exprString(t.Fun) != "append" || len(t.Args) == 0 {
+			return nil
+		}
+		out := append([]string{}, stringList(t.Args[0], vars)...)
+		for _, a := range t.Args[1:] {
+			if bl, ok := a.(*ast.BasicLit); ok {
+				s, _ := strconv.Unquote(bl.Value)
+				out = append(out, s)
+			}
+		}
+		return out
 	case *ast.CompositeLit:
 		if at, ok := t.Type.(*ast.ArrayType); !ok || exprString(at.Elt) != "string" {
 			return nil

@@ -22,9 +22,13 @@ func TestDefinedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, labels := range map[string]string{
-		"etcd_operator_cluster_members":                  "namespace,name,state",
-		"etcd_backup_duration_seconds":                   "storage",
-		"etcd_backup_backend_operation_duration_seconds": "backend,operation", // labels from a variable
+		"etcd_operator_cluster_members":                    "cluster_namespace,cluster,state",
+		"etcd_operator_cluster_info":                       "cluster_namespace,cluster,version,target_version", // opmetrics.NewInfoVec
+		"etcd_operator_backup_duration_seconds":            "storage",
+		"etcd_operator_backend_operation_duration_seconds": "backend,operation",                         // labels from a variable
+		"etcd_operator_backup_schedule_suspended":          "cluster_namespace,cluster,schedule",        // prometheus.NewDesc, package-level labels
+		"etcd_operator_backup_schedule_last_run_result":    "cluster_namespace,cluster,schedule,result", // append(labels, ...)
+		"etcd_operator_build_info":                         "version,revision,goversion,binary",
 	} {
 		m, ok := defined[name]
 		if !ok {
@@ -39,11 +43,12 @@ func TestDefinedMetrics(t *testing.T) {
 
 func TestCheckDashboardRejects(t *testing.T) {
 	for name, expr := range map[string]string{
-		"unknown metric": `rate(etcd_backup_nonexistent_total[5m])`,
-		"unknown label":  `sum by (bucket) (etcd_backup_failures_total)`,
-		"bad matcher":    `etcd_operator_cluster_members{cluster="a"}`,
+		"unknown metric": `rate(etcd_operator_backup_nonexistent_total[5m])`,
+		"old name":       `rate(etcd_backup_failures_total[5m])`,
+		"unknown label":  `sum by (bucket) (etcd_operator_backup_failures_total)`,
+		"bad matcher":    `etcd_operator_cluster_members{namespace="a"}`,
 		"no metric":      `vector(1)`,
-		"not histogram":  `etcd_backup_failures_total_bucket`,
+		"not histogram":  `etcd_operator_backup_failures_total_bucket`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "d.json")
