@@ -73,7 +73,8 @@ func TestOneShotBackup(t *testing.T) {
 				!meta.IsStatusConditionFalse(st.Conditions, etcdv1beta2.BackupConditionFailed) {
 				t.Fatalf("status incomplete: %+v", st)
 			}
-			if v := gauge(t, "etcd_backup_last_success_timestamp_seconds", b.Namespace); v != float64(st.LastSuccessDate.Unix()) {
+			// Labelled with the EtcdBackup's name for etcdEndpoints, never with an endpoint.
+			if v := gauge(t, "etcd_operator_backup_last_success_timestamp_seconds", b.Namespace, "once"); v != float64(st.LastSuccessDate.Unix()) {
 				t.Fatalf("last success metric %v, want %d", v, st.LastSuccessDate.Unix())
 			}
 			// A finished one-shot backup is a record: it is not redone.
@@ -228,7 +229,7 @@ func TestPeriodicBackup(t *testing.T) {
 }
 
 // gauge returns the value of a metric of the controller-runtime registry for a namespace.
-func gauge(t *testing.T, name, ns string) float64 {
+func gauge(t *testing.T, name, ns, cluster string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -239,14 +240,16 @@ func gauge(t *testing.T, name, ns string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "namespace" && l.GetValue() == ns {
-					return m.GetGauge().GetValue()
-				}
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster_namespace"] == ns && labels["cluster"] == cluster {
+				return m.GetGauge().GetValue()
 			}
 		}
 	}
-	t.Fatalf("metric %s{namespace=%q} not found", name, ns)
+	t.Fatalf("metric %s{cluster_namespace=%q, cluster=%q} not found", name, ns, cluster)
 	return 0
 }
 

@@ -16,7 +16,7 @@ import (
 
 // target is the cluster a backup reads from.
 type target struct {
-	// name labels metrics: the EtcdCluster's name, or the first endpoint.
+	// name is the EtcdCluster's name, empty for etcdEndpoints.
 	name      string
 	endpoints []string
 	tls       *tls.Config
@@ -48,8 +48,6 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 		if cl.Spec.TLS.IsSecureClient() {
 			tlsSecret = cl.Spec.TLS.Static.OperatorSecret
 		}
-	} else if len(t.endpoints) > 0 {
-		t.name = t.endpoints[0]
 	}
 	if tlsSecret != "" {
 		var err error

@@ -71,7 +71,13 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	if err != nil {
 		return nil, err
 	}
-	out := &outcome{Result: res, location: store.URLOf(res.Key), cluster: tgt.name}
+	// The metrics' cluster label: the EtcdCluster, or for etcdEndpoints the EtcdBackup's own
+	// name (bounded by objects), never a string from the spec such as an endpoint.
+	cluster := tgt.name
+	if cluster == "" {
+		cluster = obj.Name
+	}
+	out := &outcome{Result: res, location: store.URLOf(res.Key), cluster: cluster}
 	if spec.IsPeriodic() && spec.BackupPolicy.MaxBackups > 0 {
 		r.applyRetention(ctx, obj, store, id, res.Key)
 	}

@@ -34,6 +34,9 @@ func run(m *testing.M) int {
 		opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
 		opts.AllowedEtcdEndpoints = []string{"127.0.0.1"} // the tests' etcd runs on loopback
 		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, RetryBackoff: time.Second}
+		if err := SetupMetrics(mgr, opts); err != nil {
+			return err
+		}
 		return r.SetupWithManager(mgr)
 	})
 }
