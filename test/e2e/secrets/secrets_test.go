@@ -50,7 +50,7 @@ func TestNoCredentialsInOutput(t *testing.T) {
 		}
 		f.Create(t, &etcdv1beta2.EtcdBackup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: etcdv1beta2.BackupSpec{EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "db"}, StorageType: typ, BackupSource: b.Source("db/etcd.backup", name+"-creds")},
+			Spec:       etcdv1beta2.BackupSpec{EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "db"}, StorageType: typ, BackupSource: b.Source("db/etcd.backup", name+"-creds")},
 		})
 		f.WaitBackupCompleted(t, ns, name, 3*time.Minute)
 		f.Create(t, &etcdv1beta2.EtcdRestore{
