@@ -44,9 +44,7 @@ func TestNoCredentialsInOutput(t *testing.T) {
 		name := strings.ToLower(string(typ))
 		b.CreateSecret(t, f, ns, name+"-creds")
 		for k, v := range b.SecretData() {
-			for _, line := range credentialValues(k, string(v)) {
-				values = append(values, line)
-			}
+			values = append(values, credentialValues(k, string(v))...)
 		}
 		f.Create(t, &etcdv1beta2.EtcdBackup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
