@@ -1,12 +1,9 @@
-// Package helmchart tests the Helm chart (charts/etcd-operator) without a cluster, or against an
-// envtest kube-apiserver: renders with several value sets, the values schema, and the CRD
-// upgrade from the previous chart version with the real helm (hack/helm.sh builds it once).
-// test/e2e/helm runs the chart on the local cluster.
 package helmchart
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,13 +16,6 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 )
-
-// PreviousChartRef is the git commit of the previous chart version, the one upgrades are tested
-// from: chart 0.1.0 as of c287046, before the API gained endpointCA (so the upgrade must add
-// a field) and while the CRDs were in crds/ (which Helm never upgrades). There is no release
-// tag yet; replace it with the tag of the last release once there is one.
-// E2E_HELM_PREVIOUS_REF overrides it.
-const PreviousChartRef = "c2870460cc11f341879cee42d47da7a0fa4f7ab9"
 
 var chartDir = filepath.Join(testutil.RepoRoot(), "charts", "etcd-operator")
 
@@ -74,34 +64,14 @@ func runHelm(t *testing.T, kubeconfig string, args ...string) (string, error) {
 // directory and returns the chart's path; the test is skipped when the clone lacks that commit.
 func previousChart(t *testing.T) string {
 	t.Helper()
-	ref := PreviousChartRef
-	if r := os.Getenv("E2E_HELM_PREVIOUS_REF"); r != "" {
-		ref = r
+	dir, err := ExtractPrevious(testutil.RepoRoot(), t.TempDir())
+	if errors.Is(err, ErrNoHistory) {
+		t.Skip(err)
 	}
-	root := testutil.RepoRoot()
-	if err := exec.Command("git", "-C", root, "cat-file", "-e", ref+"^{commit}").Run(); err != nil {
-		t.Skipf("commit %s of the previous chart is not in this clone (shallow?): %v", ref, err)
-	}
-	dir := t.TempDir()
-	archive := exec.Command("git", "-C", root, "archive", "--format=tar", ref, "charts/etcd-operator")
-	untar := exec.Command("tar", "-x", "-C", dir)
-	pipe, err := archive.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	untar.Stdin = pipe
-	var stderr bytes.Buffer
-	archive.Stderr, untar.Stderr = &stderr, &stderr
-	if err := untar.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s charts/etcd-operator: %v\n%s", ref, err, stderr.String())
-	}
-	if err := untar.Wait(); err != nil {
-		t.Fatalf("tar: %v\n%s", err, stderr.String())
-	}
-	return filepath.Join(dir, "charts", "etcd-operator")
+	return dir
 }
 
 // object is the part of a rendered object the tests read; Raw is the whole object.
