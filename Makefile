@@ -34,7 +34,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into manifests/ (and the 
 # What `make generate manifests` writes: deepcopy code, the CRDs (also embedded in the binaries
 # from manifests/crd), the ClusterRoles, and the chart's copies of both. docs/api-reference.md
 # is checked by verify-api-docs.
-GENERATED := ':(glob)pkg/apis/**/zz_generated.*.go' manifests/crd manifests/rbac charts/etcd-operator/crds charts/etcd-operator/files/rbac
+GENERATED := ':(glob)pkg/apis/**/zz_generated.*.go' manifests/crd manifests/rbac charts/etcd-operator/files/crds charts/etcd-operator/files/rbac charts/etcd-operator/files/monitoring manifests/monitoring/etcd-operator-dashboard.json
 
 .PHONY: verify-gen
 verify-gen: generate manifests verify-api-docs verify-chart ## Regenerate and fail if generated files are not committed as generated.
