@@ -64,7 +64,7 @@ func runHelm(t *testing.T, kubeconfig string, args ...string) (string, error) {
 // directory and returns the chart's path; the test is skipped when the clone lacks that commit.
 func previousChart(t *testing.T) string {
 	t.Helper()
-	dir, err := ExtractPrevious(testutil.RepoRoot(), t.TempDir())
+	dir, err := ExtractPrevious(t.Context(), testutil.RepoRoot(), t.TempDir())
 	if errors.Is(err, ErrNoHistory) {
 		t.Skip(err)
 	}

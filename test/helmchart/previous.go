@@ -6,6 +6,7 @@ package helmchart
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,16 +26,16 @@ var ErrNoHistory = fmt.Errorf("the commit of the previous chart is not in this c
 // ExtractPrevious writes charts/etcd-operator of the previous chart version (E2E_HELM_PREVIOUS_REF
 // or PreviousChartRef) from the git history of the repository at root into dir, and returns
 // the chart's path.
-func ExtractPrevious(root, dir string) (string, error) {
+func ExtractPrevious(ctx context.Context, root, dir string) (string, error) {
 	ref := PreviousChartRef
 	if r := os.Getenv("E2E_HELM_PREVIOUS_REF"); r != "" {
 		ref = r
 	}
-	if err := exec.Command("git", "-C", root, "cat-file", "-e", ref+"^{commit}").Run(); err != nil {
+	if err := exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", ref+"^{commit}").Run(); err != nil {
 		return "", fmt.Errorf("%w: %s", ErrNoHistory, ref)
 	}
-	archive := exec.Command("git", "-C", root, "archive", "--format=tar", ref, "charts/etcd-operator")
-	untar := exec.Command("tar", "-x", "-C", dir)
+	archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", ref, "charts/etcd-operator")
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
 	pipe, err := archive.StdoutPipe()
 	if err != nil {
 		return "", err

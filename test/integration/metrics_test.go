@@ -104,7 +104,14 @@ func TestBinaryMetrics(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				select {
+				case err := <-done:
+					t.Logf("%s stopped: %v", tt.binary, err)
+				case <-time.After(10 * time.Second):
+				}
+			})
 			waitReady(t, "http://"+probe+"/readyz", done, &logs)
 
 			var body []byte

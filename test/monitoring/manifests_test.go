@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,7 @@ import (
 // copies are files generated from a source by `make helm-gen` (hack/helm.sh gen): the kustomize
 // Component and the chart cannot read files outside their own directory.
 var copies = map[string]string{
-	"manifests/monitoring/etcd-operator-dashboard.json":           dashboardFile,
+	"manifests/monitoring/etcd-operator-dashboard.json":                  dashboardFile,
 	"charts/etcd-operator/files/monitoring/etcd-operator-dashboard.json": dashboardFile,
 	"charts/etcd-operator/files/monitoring/prometheusrule.yaml":          rulesFile,
 }
@@ -99,10 +100,10 @@ type object struct {
 
 func build(t *testing.T, kubectl, dir string) []object {
 	t.Helper()
-	out, err := exec.Command(kubectl, "kustomize", dir).Output()
+	out, err := exec.CommandContext(t.Context(), kubectl, "kustomize", dir).Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr)

@@ -44,7 +44,7 @@ import (
 func TestHelmUpgrade(t *testing.T) {
 	f := framework.Global(t)
 	helm := helmBinary(t, f)
-	previous, err := helmchart.ExtractPrevious(f.RootDir, t.TempDir())
+	previous, err := helmchart.ExtractPrevious(t.Context(), f.RootDir, t.TempDir())
 	if errors.Is(err, helmchart.ErrNoHistory) {
 		t.Skip(err)
 	}
