@@ -58,11 +58,7 @@ func ParseAWSSecret(data map[string][]byte) (Credentials, string, error) {
 	if err := os.WriteFile(cfgPath, data[SecretConfigKey], 0o600); err != nil {
 		return Credentials{}, "", fmt.Errorf("awsSecret: %w", err)
 	}
-	shared, err := config.LoadSharedConfigProfile(context.Background(), "default",
-		func(o *config.LoadSharedConfigOptions) {
-			o.CredentialsFiles = []string{credPath}
-			o.ConfigFiles = []string{cfgPath}
-		})
+	shared, err := loadDefaultProfile(credPath, cfgPath)
 	if err != nil {
 		if _, ok := errors.AsType[config.SharedConfigProfileNotExistError](err); ok {
 			return Credentials{}, "", errors.New("awsSecret: no [default] profile in the credentials or config file")
@@ -74,4 +70,25 @@ func ParseAWSSecret(data map[string][]byte) (Credentials, string, error) {
 		return Credentials{}, "", errors.New("awsSecret: profile default has no aws_access_key_id and aws_secret_access_key")
 	}
 	return Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}, shared.Region, nil
+}
+
+// errSDKPanic is returned when the SDK's shared-config parser panics on a file (it does on a
+// value that is a single quote character, e.g. `aws_session_token = "`, found by fuzzing). The
+// panic's text is not passed on: it could quote the file.
+var errSDKPanic = errors.New("the AWS SDK could not parse the credentials or config file")
+
+// loadDefaultProfile reads profile "default" of the two files with the SDK's loader, turning a
+// panic of its parser into an error, so a malformed Secret fails its object instead of the
+// operator or the seed agent.
+func loadDefaultProfile(credPath, cfgPath string) (shared config.SharedConfig, err error) {
+	defer func() {
+		if recover() != nil {
+			shared, err = config.SharedConfig{}, errSDKPanic
+		}
+	}()
+	return config.LoadSharedConfigProfile(context.Background(), "default",
+		func(o *config.LoadSharedConfigOptions) {
+			o.CredentialsFiles = []string{credPath}
+			o.ConfigFiles = []string{cfgPath}
+		})
 }
