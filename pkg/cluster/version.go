@@ -27,19 +27,6 @@ func ParseVersion(v string) (*utilversion.Version, error) {
 	return pv, nil
 }
 
-// Compare compares two etcd versions: -1, 0 or 1, or an error naming the malformed one.
-func Compare(a, b string) (int, error) {
-	pa, err := ParseVersion(a)
-	if err != nil {
-		return 0, err
-	}
-	pb, err := ParseVersion(b)
-	if err != nil {
-		return 0, err
-	}
-	return order(pa, pb), nil
-}
-
 func order(a, b *utilversion.Version) int {
 	switch {
 	case a.LessThan(b):
@@ -51,9 +38,10 @@ func order(a, b *utilversion.Version) int {
 }
 
 // CompareVersions orders two versions for picking the lowest of a set: -1, 0 or 1. Well-formed
-// versions compare as Compare does. A malformed version sorts before every well-formed one (two
-// malformed ones by their text), so the lowest of a set is the malformed version and
-// CheckUpgrade, which parses it, reports it to the caller instead of treating it as 0.0.0.
+// versions compare by semantic version (a pre-release before its release). A malformed version
+// sorts before every well-formed one (two malformed ones by their text), so the lowest of a set
+// is the malformed version and CheckUpgrade, which parses it, reports it to the caller instead
+// of treating it as 0.0.0.
 func CompareVersions(a, b string) int {
 	pa, errA := ParseVersion(a)
 	pb, errB := ParseVersion(b)

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
 // Certs is a throwaway CA with a server certificate for 127.0.0.1 and a client certificate, as
@@ -90,7 +92,7 @@ func (c *Certs) issue(t testing.TB, serial int64, cn string, usage x509.ExtKeyUs
 
 // SecretData is the client TLS Secret's data (etcd-client.crt, .key, -ca.crt).
 func (c *Certs) SecretData() map[string][]byte {
-	return map[string][]byte{"etcd-client.crt": c.ClientCert, "etcd-client.key": c.ClientKey, "etcd-client-ca.crt": c.CA}
+	return map[string][]byte{etcdv1beta2.ClientTLSCertKey: c.ClientCert, etcdv1beta2.ClientTLSKeyKey: c.ClientKey, etcdv1beta2.ClientTLSCAKey: c.CA}
 }
 
 // ServerArgs are etcd's flags to serve clients over TLS with client certificate auth.

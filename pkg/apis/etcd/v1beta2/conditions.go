@@ -48,7 +48,6 @@ const (
 const (
 	ReasonQuorumLost         = "QuorumLost"
 	ReasonMemberUnhealthy    = "MemberUnhealthy"
-	ReasonMemberReplaced     = "MemberReplaced"
 	ReasonUnsupportedUpgrade = "UnsupportedUpgrade"
 	ReasonWaitingForSeed     = "WaitingForSeed"
 	ReasonPausedByUser       = "PausedByUser"
@@ -85,7 +84,6 @@ const (
 	ReasonNoSuccessfulBackup  = "NoSuccessfulBackup"
 	ReasonTemplateNotFound    = "TemplateNotFound"
 	ReasonRevisionMismatch    = "RevisionMismatch"
-	ReasonInterruptedRestore  = "Interrupted"
 	ReasonBackupSucceeded     = "BackupSucceeded"
 	ReasonRestoreSucceeded    = "RestoreSucceeded"
 	ReasonInsufficientStorage = "InsufficientStorage"

@@ -12,8 +12,6 @@ const (
 	// DefaultEtcdVersion is the etcd version of a cluster whose spec.version is empty: the newest
 	// supported 3.6 patch release.
 	DefaultEtcdVersion = "3.6.16"
-	// MaxClusterSize is the largest cluster size accepted; larger clusters slow consensus down.
-	MaxClusterSize = 7
 )
 
 // EtcdCluster runs an etcd cluster: a seed member first, then members added one at a time
