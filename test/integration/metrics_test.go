@@ -117,10 +117,11 @@ func TestBinaryMetrics(t *testing.T) {
 			var body []byte
 			var fams map[string]*dto.MetricFamily
 			err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				body, fams, err = scrape(ctx, "http://"+metricsAddr+"/metrics")
+				b, f, err := scrape(ctx, "http://"+metricsAddr+"/metrics")
 				if err != nil {
-					return false, nil
+					return false, nil //nolint:nilerr // not serving yet: keep polling until the timeout.
 				}
+				body, fams = b, f
 				for _, w := range tt.want {
 					if len(fams[w].GetMetric()) == 0 {
 						return false, nil
