@@ -30,11 +30,14 @@ func Until(ctx context.Context, interval, timeout time.Duration, cond func(ctx c
 		}
 		select {
 		case <-ctx.Done():
+		case <-tick.C:
+		}
+		// Both may be ready at once and select picks either: never call cond once ctx ended.
+		if ctx.Err() != nil {
 			if last == nil {
 				last = errors.New("condition not met")
 			}
 			return fmt.Errorf("timed out after %s: %w", timeout, last)
-		case <-tick.C:
 		}
 	}
 }
