@@ -3,6 +3,7 @@ package restoreseed
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Outcomes of the seed's restore step.
@@ -50,19 +51,29 @@ func ParseResult(msg string) (*Result, error) {
 	return r, nil
 }
 
-// encode renders r within the kubelet's 4096-byte termination message limit.
+// encode renders r within the kubelet's 4096-byte termination message limit, halving Message
+// until it fits (and dropping it once it is too short to halve: the "..." of a cut would make
+// it grow again, which looped forever when the other fields alone were too long).
 func (r *Result) encode() []byte {
 	out, _ := json.Marshal(r)
 	for len(out) > 4000 && len(r.Message) > 0 {
-		r.Message = truncate(r.Message, len(r.Message)/2)
+		if len(r.Message) <= 16 {
+			r.Message = ""
+		} else {
+			r.Message = truncate(r.Message, len(r.Message)/2)
+		}
 		out, _ = json.Marshal(r)
 	}
 	return out
 }
 
+// truncate cuts s to at most n bytes plus "...", at a character boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }
