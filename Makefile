@@ -105,6 +105,24 @@ test: ## Run every test: unit, envtest integration, backends against real server
 test-unit: ## Run unit and envtest tests only (no object stores, no local cluster).
 	hack/test.sh unit
 
+FUZZTIME ?= 10s
+# package:FuzzTarget for every fuzz target (their seed corpora also run as tests in test-unit).
+FUZZ_TARGETS := pkg/snapshot:FuzzClusterKey pkg/snapshot:FuzzSplitKey pkg/snapshot:FuzzVerifyingReader \
+	pkg/backend/s3:FuzzParseAWSSecret pkg/backend/s3:FuzzAWSSecretNotInError \
+	pkg/backend/abs:FuzzParseABSSecret pkg/backend/gcs:FuzzParseGCPSecret \
+	internal/storage:FuzzLocationRoundTrip internal/storage:FuzzDecode \
+	internal/restoreseed:FuzzParseResult internal/restoreseed:FuzzResultEncode \
+	internal/restoreseed:FuzzRestoreArgs internal/restoreseed:FuzzParseRestoreArgs \
+	internal/controller/etcdbackupschedule:FuzzSchedule
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 10s)
+	@export KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)"; \
+	for t in $(FUZZ_TARGETS); do \
+		echo "== $${t%%:*} $${t##*:}"; \
+		go test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
+
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed).
 	hack/e2e.sh
