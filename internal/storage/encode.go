@@ -28,7 +28,11 @@ func Decode(s string) (Location, error) {
 	if l.Type == "" {
 		var legacy etcdv1beta2.BackupSpec
 		if err := json.Unmarshal([]byte(s), &legacy); err == nil && legacy.StorageType != "" {
-			return FromSpec(&legacy)
+			// Checked below like any other: a pinned spec with an empty CA Secret name would
+			// otherwise pass (found by FuzzDecode).
+			if l, err = FromSpec(&legacy); err != nil {
+				return Location{}, err
+			}
 		}
 	}
 	switch {
