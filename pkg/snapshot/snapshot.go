@@ -232,12 +232,23 @@ func TakeFrom(ctx context.Context, cfg *Config, m Member, b backend.Backend) (Re
 	return res, nil
 }
 
-// classify marks err as a timeout when the backup's deadline passed.
+// classify marks err as a timeout when the backup's deadline passed. ctx.Err() alone is not
+// enough: gRPC reports DeadlineExceeded as soon as the clock passes the deadline (the server
+// cancels the stream on the propagated grpc-timeout), which can be before the context's own
+// timer has fired and set ctx.Err().
 func classify(ctx context.Context, timeout time.Duration, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrTimeout) {
+	if deadlinePassed(ctx) && !errors.Is(err, ErrTimeout) {
 		return fmt.Errorf("%w after %s: %w", ErrTimeout, timeout, err)
 	}
 	return err
+}
+
+func deadlinePassed(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // streamReader marks the snapshot stream's own errors with ErrStream.
