@@ -134,7 +134,7 @@ func waitConverged(t *testing.T, ns string, f *fakeEtcd, size int) {
 		voters, all, pods := memberNames(f, true), memberNames(f, false), podNames(t, ns)
 		c := getCluster(t, ns, "c")
 		if len(voters) != size || !slices.Equal(all, pods) || condition(c, "Available") != "True/ClusterHealthy" ||
-			c.Status.ReadyMembers != int32(size) || condition(c, "Progressing") != "False/AsExpected" {
+			int(c.Status.ReadyMembers) != size || condition(c, "Progressing") != "False/AsExpected" {
 			return fmt.Errorf("voters %v members %v pods %v status %+v", voters, all, pods, c.Status)
 		}
 		return nil

@@ -35,7 +35,7 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 		return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonClusterNotFound, "EtcdCluster %s was replaced by another one during the restore", c.Name)
 	}
 	ready := c.Status.Members.Ready
-	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) || int32(len(ready)) != c.Spec.Size || c.Status.ReadyMembers != c.Spec.Size || len(c.Status.Members.Unready) > 0 {
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) || len(ready) != int(c.Spec.Size) || c.Status.ReadyMembers != c.Spec.Size || len(c.Status.Members.Unready) > 0 {
 		r.progress(rs, etcdv1beta2.RestorePhaseGrowing, fmt.Sprintf("waiting for the etcd operator to grow EtcdCluster %s: %d of %d members ready", c.Name, len(ready), c.Spec.Size))
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}

@@ -27,16 +27,22 @@ type MemberState struct {
 // MemberCheck reads one member's keyspace figures at rev.
 type MemberCheck func(ctx context.Context, endpoint string, tlsCfg *tls.Config, rev int64) (MemberState, error)
 
+// Deadlines of one member check. Short: a member that does not answer is asked again on the
+// next pass.
+const (
+	memberDialTimeout = 5 * time.Second
+	memberCallTimeout = 10 * time.Second
+)
+
 // checkMember asks the member at endpoint, and only it, for its keyspace hash and key count at
 // rev.
 func checkMember(ctx context.Context, endpoint string, tlsCfg *tls.Config, rev int64) (MemberState, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsCfg, DialTimeout: memberDialTimeout, Logger: zap.NewNop()})
 	if err != nil {
 		return MemberState{}, fmt.Errorf("connecting to %s: %w", endpoint, err)
 	}
 	defer cli.Close()
-	// Short: a member that does not answer is asked again on the next pass.
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	h, err := cli.HashKV(ctx, endpoint, rev)
 	if err != nil {

@@ -46,7 +46,14 @@ const (
 	requeueWait    = 5 * time.Second  // a pod starting, old pods terminating, a cluster growing
 	requeueBackoff = 30 * time.Second // a store or API error worth retrying
 	requeueLocked  = 10 * time.Second // another EtcdRestore of the same cluster goes first
+	// requeueNow continues with the next phase at once, after this pass's status patch. (A
+	// RequeueAfter rather than Requeue: true, which would go through the rate limiter's backoff.)
+	requeueNow = time.Millisecond
 )
+
+// restoreTimeoutBase is the part of a restore's deadline that does not depend on the backup's
+// size: pods starting, the cluster growing to size, members verified.
+const restoreTimeoutBase = 20 * time.Minute
 
 // Reconciler reconciles EtcdRestore objects.
 type Reconciler struct {
@@ -158,7 +165,7 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		rs.Status.StartTime = &now
 		r.progress(rs, etcdv1beta2.RestorePhaseVerifying, "checking the backup before touching any cluster")
 		r.Recorder.Eventf(rs, corev1.EventTypeNormal, "Started", "Restoring into EtcdCluster %s", rs.Spec.EtcdCluster.Name)
-		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+		return ctrl.Result{RequeueAfter: requeueNow}, nil
 	}
 	if deadline := rs.Status.StartTime.Add(restoreTimeout(rs.Status.BackupSize)); r.now().After(deadline) {
 		// A seed still fetching or crash-looping would retry forever: stop it.
@@ -211,7 +218,7 @@ func (r *Reconciler) outcome(ctx context.Context, rs *etcdv1beta2.EtcdRestore, r
 // restoreTimeout bounds a whole restore: long enough to move and restore a multi-GiB backup
 // twice over a slow store, and for the cluster to grow.
 func restoreTimeout(size int64) time.Duration {
-	return 20*time.Minute + 2*snapshot.DefaultTimeout(size)
+	return restoreTimeoutBase + 2*snapshot.DefaultTimeout(size)
 }
 
 func describeProgress(rs *etcdv1beta2.EtcdRestore) string {

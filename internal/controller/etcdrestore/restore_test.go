@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -214,10 +215,15 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	if err := k8s.Status().Update(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
-	if rs := getRestore(t, ns, "prod"); rs.Status.Succeeded {
-		t.Fatal("succeeded with 2 of 3 members ready")
-	}
+	// The restore has seen the grown cluster (its message counts 2 of 3) and does not succeed.
+	testutil.Eventually(t, testutil.Timeout, "restore waiting on the third member", func() (bool, string) {
+		rs := getRestore(t, ns, "prod")
+		if rs.Status.Succeeded {
+			t.Fatal("succeeded with 2 of 3 members ready")
+		}
+		c := meta.FindStatusCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionComplete)
+		return c != nil && strings.Contains(c.Message, "2 of 3 members ready"), fmt.Sprintf("%+v", c)
+	})
 	c.Status.Members.Ready = []string{"prod-0", "prod-1", "prod-2"}
 	c.Status.ReadyMembers = 3
 	if err := k8s.Status().Update(t.Context(), c); err != nil {

@@ -64,7 +64,7 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 	r.setCondition(rs, etcdv1beta2.RestoreConditionBackupVerified, metav1.ConditionTrue, reasonBackupVerified, msg)
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "BackupVerified", msg)
 	r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "backup verified; preparing the cluster")
-	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	return ctrl.Result{RequeueAfter: requeueNow}, nil
 }
 
 // AnnotationBackupSource holds, once the backup verified, the storage.Location that reaches it
