@@ -53,6 +53,9 @@ type EndpointStatus struct {
 	RaftAppliedIndex uint64
 	IsLearner        bool
 	Errors           []string
+	// DBSize and DBSizeInUse are the backend database's file size and the part of it in use.
+	DBSize      int64
+	DBSizeInUse int64
 }
 
 // Client is the narrow view of an etcd cluster the operator needs. Every method bounds its
@@ -250,6 +253,7 @@ func (e *etcdClient) Status(ctx context.Context, endpoint string) (EndpointStatu
 	return EndpointStatus{
 		MemberID: s.Header.GetMemberId(), Leader: s.Leader, Version: s.Version,
 		RaftIndex: s.RaftIndex, RaftAppliedIndex: s.RaftAppliedIndex, IsLearner: s.IsLearner, Errors: s.Errors,
+		DBSize: s.DbSize, DBSizeInUse: s.DbSizeInUse,
 	}, nil
 }
 

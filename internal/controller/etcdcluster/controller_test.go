@@ -147,6 +147,17 @@ func TestGrowsAndShrinksOneAtATime(t *testing.T) {
 	if c.Status.Phase != etcdv1beta2.ClusterPhaseRunning || c.Status.Size != 3 || c.Status.ClusterID == "" || c.Status.CurrentVersion != "3.6.16" {
 		t.Errorf("status = %+v", c.Status)
 	}
+	// Every member is described; the fake's leader is its first member, c-0.
+	var roles []string
+	for _, d := range c.Status.Members.Details {
+		roles = append(roles, d.Name+"="+string(d.Role))
+		if !d.Healthy || d.Version != "3.6.16" || d.DBSize == 0 || d.ID == "" || d.LastError != "" {
+			t.Errorf("member details %+v", d)
+		}
+	}
+	if got := strings.Join(roles, ","); got != "c-0=Leader,c-1=Follower,c-2=Follower" || c.Status.Leader != "c-0" {
+		t.Errorf("roles %s, leader %q", got, c.Status.Leader)
+	}
 	if n := promtest.ToFloat64(membershipChanges.WithLabelValues(ns, "c", "AddMember")); n != 2 {
 		t.Errorf("AddMember changes counted: %v, want 2", n)
 	}

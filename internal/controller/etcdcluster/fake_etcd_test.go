@@ -162,7 +162,7 @@ func (c *fakeConn) Status(_ context.Context, endpoint string) (cluster.EndpointS
 			if other, ok := c.f.impostor[name]; ok {
 				id = other
 			}
-			return cluster.EndpointStatus{MemberID: id, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner}, nil
+			return cluster.EndpointStatus{MemberID: id, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner, DBSize: 20480, DBSizeInUse: 16384}, nil
 		}
 	}
 	return cluster.EndpointStatus{}, errors.New("unreachable")

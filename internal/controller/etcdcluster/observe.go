@@ -25,6 +25,8 @@ type observation struct {
 	pods map[string]*corev1.Pod
 	pvcs map[string]*corev1.PersistentVolumeClaim
 	etcd cluster.Client // nil when no member pod runs; closed by the caller
+	// probeErrs holds, per member ID, why its status call failed (for status.members.details).
+	probeErrs map[uint64]string
 }
 
 // ClientFactory connects to an etcd cluster; tests replace it with a fake.
@@ -40,7 +42,7 @@ const podStuckGrace = 2 * time.Minute
 // opens the one etcd client of this pass, dialing only the URLs computed for c's own running
 // pods; the caller closes obs.etcd.
 func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*observation, error) {
-	obs := &observation{pods: map[string]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}}
+	obs := &observation{pods: map[string]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}, probeErrs: map[uint64]string{}}
 	obs.Pods = map[string]cluster.PodState{}
 	obs.PVCs = map[string]bool{}
 	obs.ReservedNames = map[string]bool{}
@@ -127,23 +129,32 @@ func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	var wg sync.WaitGroup
 	for _, m := range obs.Members {
 		p, ok := obs.pods[m.Name]
-		if !m.Started() || !ok || p.Status.Phase != corev1.PodRunning {
+		switch {
+		case !m.Started():
+			obs.probeErrs[m.ID] = "added to the member list, not started yet"
+			continue
+		case !ok:
+			obs.probeErrs[m.ID] = "no pod of this cluster runs it"
+			continue
+		case p.Status.Phase != corev1.PodRunning:
+			obs.probeErrs[m.ID] = fmt.Sprintf("its pod is %s", p.Status.Phase)
 			continue
 		}
 		wg.Add(1)
 		go func(m cluster.Member) {
 			defer wg.Done()
 			s, err := cli.Status(ctx, member.ClientURL(c, m.Name))
-			if err != nil {
-				return
-			}
-			if s.MemberID != m.ID {
-				ctrl.LoggerFrom(ctx).V(1).Info("Another member answers at a member's URL", "member", m.Name, "want", fmt.Sprintf("%x", m.ID), "got", fmt.Sprintf("%x", s.MemberID))
-				return
-			}
 			mu.Lock()
-			obs.Status[m.ID] = s
-			mu.Unlock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				obs.probeErrs[m.ID] = err.Error()
+			case s.MemberID != m.ID:
+				ctrl.LoggerFrom(ctx).V(1).Info("Another member answers at a member's URL", "member", m.Name, "want", fmt.Sprintf("%x", m.ID), "got", fmt.Sprintf("%x", s.MemberID))
+				obs.probeErrs[m.ID] = fmt.Sprintf("member %x answers at its URL", s.MemberID)
+			default:
+				obs.Status[m.ID] = s
+			}
 		}(m)
 	}
 	wg.Wait()

@@ -25,6 +25,7 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	if !obs.Reachable {
 		st.ReadyMembers = 0
 		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods)}
+		st.Leader = ""
 		return
 	}
 	if mismatch(obs) {
@@ -53,6 +54,7 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	sort.Strings(unready)
 	st.ReadyMembers = int32(len(ready)) //nolint:gosec // a subset of the member list
 	st.Members = etcdv1beta2.MembersStatus{Ready: ready, Unready: unready}
+	st.Members.Details, st.Leader = memberDetails(obs)
 	if lowest != "" {
 		st.CurrentVersion = lowest
 	}

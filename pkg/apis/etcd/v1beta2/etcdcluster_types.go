@@ -24,6 +24,7 @@ const (
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.readyMembers`,description="Members that are started, voting and healthy"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Version every member runs"
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`,description="The member that is the raft leader"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition: the object reached the state its spec asks for"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready",priority=1
@@ -287,6 +288,11 @@ type ClusterStatus struct {
 	// clusterID is the etcd cluster ID, in hex.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
+
+	// leader is the name of the member that is the raft leader, as the members that answered
+	// last reported it; empty when no member answers.
+	// +optional
+	Leader string `json:"leader,omitempty"`
 }
 
 // MembersStatus lists members by readiness.
@@ -297,6 +303,60 @@ type MembersStatus struct {
 	// unready are the members that do not serve requests (starting, learning, or failed).
 	// +optional
 	Unready []string `json:"unready,omitempty"`
+	// details describes every member in etcd's member list as the operator last observed it,
+	// sorted by name.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Details []MemberStatus `json:"details,omitempty"`
+}
+
+// MemberRole is a member's role in raft.
+// +kubebuilder:validation:Enum=Leader;Follower;Learner;Unknown
+type MemberRole string
+
+// Member roles.
+const (
+	MemberRoleLeader   MemberRole = "Leader"
+	MemberRoleFollower MemberRole = "Follower"
+	MemberRoleLearner  MemberRole = "Learner"
+	// MemberRoleUnknown: the member did not answer and is not a learner.
+	MemberRoleUnknown MemberRole = "Unknown"
+)
+
+// MemberStatus is what the operator last observed of one etcd member.
+type MemberStatus struct {
+	// name is the member's name, which is its pod name.
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+	// id is the etcd member ID, in hex.
+	// +kubebuilder:validation:MaxLength=16
+	// +optional
+	ID string `json:"id,omitempty"`
+	// role is Leader, Follower, Learner, or Unknown when the member did not answer.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+	// version is the etcd version the member reports.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Version string `json:"version,omitempty"`
+	// dbSize is the size of the member's backend database file in bytes (etcd's dbSize, which
+	// the backend quota limits).
+	// +optional
+	DBSize int64 `json:"dbSize,omitempty"`
+	// dbSizeInUse is the part of dbSize that holds data, in bytes; the rest is free pages that
+	// a defragmentation would give back.
+	// +optional
+	DBSizeInUse int64 `json:"dbSizeInUse,omitempty"`
+	// healthy is true when the member answered its status at its own URL and reports no
+	// errors (an alarm such as NOSPACE is an error).
+	Healthy bool `json:"healthy"`
+	// lastError is why the member is not healthy: the error of the status call, or the errors
+	// the member reports. Empty when healthy.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	LastError string `json:"lastError,omitempty"`
 }
 
 // ClusterPhase is a one-word summary of a cluster's state for display.
