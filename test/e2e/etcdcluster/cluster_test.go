@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,7 @@ func TestCreateScaleUpDown(t *testing.T) {
 	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
 	put(t, cli, "hello", "world")
 	checkMembers(t, f, nil, "http", ns, "c", 3, "hello", "world")
+	checkMemberDetails(t, f, cli, ns, "c", 3)
 
 	w := startWriter(t, cli)
 	scale(t, f, ns, "c", 5)
@@ -43,6 +45,38 @@ func TestCreateScaleUpDown(t *testing.T) {
 	t.Logf("MEASURE scale 5 -> 3 -> Available: %s", took.Round(100*time.Millisecond))
 	w.finish(t)
 	checkMembers(t, f, nil, "http", ns, "c", 3, "hello", "world")
+}
+
+// checkMemberDetails: status.members.details describes size healthy members with a database,
+// and status.leader is the member etcd itself reports as leader.
+func checkMemberDetails(t testing.TB, f *framework.Framework, cli *clientv3.Client, ns, name string, size int) {
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, "member details", func(ctx context.Context) (bool, error) {
+		st, err := cli.Status(ctx, clientEndpoint(ns, name))
+		if err != nil {
+			return false, err
+		}
+		c := &etcdv1beta2.EtcdCluster{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return false, err
+		}
+		leaders := 0
+		for _, d := range c.Status.Members.Details {
+			if !d.Healthy || d.DBSize <= 0 || d.DBSizeInUse <= 0 || d.Version == "" {
+				return false, fmt.Errorf("member %+v", d)
+			}
+			if d.Role == etcdv1beta2.MemberRoleLeader {
+				leaders++
+				if d.ID != fmt.Sprintf("%x", st.Leader) || d.Name != c.Status.Leader {
+					return false, fmt.Errorf("status names %s (%s) as leader, etcd says %x", d.Name, d.ID, st.Leader)
+				}
+			}
+		}
+		if len(c.Status.Members.Details) != size || leaders != 1 {
+			return false, fmt.Errorf("%d members described, %d leaders: %+v", len(c.Status.Members.Details), leaders, c.Status.Members.Details)
+		}
+		return true, nil
+	})
 }
 
 func scale(t testing.TB, f *framework.Framework, ns, name string, size int32) {
