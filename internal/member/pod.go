@@ -205,7 +205,7 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string
 			"--cert-file="+ServerTLSDir+"/server.crt",
 			"--key-file="+ServerTLSDir+"/server.key")
 	}
-	return flags
+	return append(flags, maintenanceFlags(c)...)
 }
 
 func addTLSVolumes(c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) {

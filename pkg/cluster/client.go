@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -52,7 +53,13 @@ type EndpointStatus struct {
 	RaftIndex        uint64
 	RaftAppliedIndex uint64
 	IsLearner        bool
-	Errors           []string
+	// Errors are the errors the member reports about itself (no leader, ...), alarms excluded.
+	Errors []string
+	// Alarms are the cluster's active alarms as the member reports them ("memberID:<id>
+	// alarm:NOSPACE"): an alarm makes writes fail but says nothing about the member's health.
+	Alarms []string
+	// Revision is the store revision the member answered at.
+	Revision int64
 	// DBSize and DBSizeInUse are the backend database's file size and the part of it in use.
 	DBSize      int64
 	DBSizeInUse int64
@@ -78,9 +85,34 @@ type Client interface {
 	// Status asks the member at endpoint about itself. The caller passes a URL it computed for
 	// a pod it owns, never one a member advertises, and checks EndpointStatus.MemberID.
 	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
+	// Alarms lists the cluster's active alarms.
+	Alarms(ctx context.Context) ([]Alarm, error)
+	// Disarm clears one alarm.
+	Disarm(ctx context.Context, a Alarm) error
+	// Compact compacts the key-value history up to rev and waits until the compaction is
+	// applied; a history already compacted at or beyond rev is not an error.
+	Compact(ctx context.Context, rev int64) error
+	// Defragment defragments the backend of the member at endpoint (a URL the caller computed
+	// for a pod it owns). It blocks that member's reads and writes while it runs, and may take
+	// up to DefragmentTimeout.
+	Defragment(ctx context.Context, endpoint string) error
 	// Close releases the connections.
 	Close() error
 }
+
+// Alarm is an alarm a member raised; the cluster refuses writes while a NOSPACE alarm is
+// active.
+type Alarm struct {
+	MemberID uint64
+	// Type is the alarm's name as etcd spells it: NOSPACE, CORRUPT.
+	Type string
+}
+
+// AlarmNoSpace is the alarm a member raises when its database reaches the backend quota.
+const AlarmNoSpace = "NOSPACE"
+
+// DefragmentTimeout bounds one member's defragmentation: it rewrites the whole database file.
+const DefragmentTimeout = 10 * time.Minute
 
 // ErrLearnerNotReady is returned by Promote while the learner has not caught up with the leader.
 var ErrLearnerNotReady = errors.New("learner is not in sync with the leader yet")
@@ -250,11 +282,66 @@ func (e *etcdClient) Status(ctx context.Context, endpoint string) (EndpointStatu
 	if err != nil {
 		return EndpointStatus{}, fmt.Errorf("status of %s: %w", endpoint, err)
 	}
-	return EndpointStatus{
-		MemberID: s.Header.GetMemberId(), Leader: s.Leader, Version: s.Version,
-		RaftIndex: s.RaftIndex, RaftAppliedIndex: s.RaftAppliedIndex, IsLearner: s.IsLearner, Errors: s.Errors,
+	st := EndpointStatus{
+		MemberID: s.Header.GetMemberId(), Leader: s.Leader, Version: s.Version, Revision: s.Header.GetRevision(),
+		RaftIndex: s.RaftIndex, RaftAppliedIndex: s.RaftAppliedIndex, IsLearner: s.IsLearner,
 		DBSize: s.DbSize, DBSizeInUse: s.DbSizeInUse,
-	}, nil
+	}
+	for _, msg := range s.Errors {
+		// etcd lists the cluster's alarms among a member's errors (AlarmMember.String()).
+		if strings.Contains(msg, "alarm:") {
+			st.Alarms = append(st.Alarms, msg)
+		} else {
+			st.Errors = append(st.Errors, msg)
+		}
+	}
+	return st, nil
+}
+
+func (e *etcdClient) Alarms(ctx context.Context) ([]Alarm, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.c.AlarmList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing alarms: %w", err)
+	}
+	out := make([]Alarm, 0, len(resp.Alarms))
+	for _, a := range resp.Alarms {
+		out = append(out, Alarm{MemberID: a.MemberID, Type: a.Alarm.String()})
+	}
+	return out, nil
+}
+
+func (e *etcdClient) Disarm(ctx context.Context, a Alarm) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	t, ok := pb.AlarmType_value[a.Type]
+	if !ok {
+		return fmt.Errorf("disarming alarm %s of member %x: unknown alarm type", a.Type, a.MemberID)
+	}
+	if _, err := e.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)}); err != nil {
+		return fmt.Errorf("disarming alarm %s of member %x: %w", a.Type, a.MemberID, err)
+	}
+	return nil
+}
+
+func (e *etcdClient) Compact(ctx context.Context, rev int64) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	_, err := e.c.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("compacting to revision %d: %w", rev, err)
+	}
+	return nil
+}
+
+func (e *etcdClient) Defragment(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
+	defer cancel()
+	if _, err := e.c.Defragment(ctx, endpoint); err != nil {
+		return fmt.Errorf("defragmenting %s: %w", endpoint, err)
+	}
+	return nil
 }
 
 func (e *etcdClient) Close() error { return e.c.Close() }

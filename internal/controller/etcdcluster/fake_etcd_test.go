@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -29,10 +30,19 @@ type fakeEtcd struct {
 	impostor map[string]uint64
 	// dialed are all the URLs the operator connected to or asked for status.
 	dialed map[string]bool
+
+	// Storage upkeep: each member's database file and in-use bytes (by name; unset: 20480 and
+	// 16384), the active alarms, the in-use bytes every member has after a compaction
+	// (compactTo, 0: unchanged), and the members defragmented, in order.
+	db          map[string][2]int64
+	alarms      []cluster.Alarm
+	compactTo   int64
+	compactions int
+	defragged   []string
 }
 
 func newFakeEtcd() *fakeEtcd {
-	return &fakeEtcd{nextID: 100, dead: map[string]bool{}, clusterID: 0xc1, impostor: map[string]uint64{}, dialed: map[string]bool{}}
+	return &fakeEtcd{nextID: 100, dead: map[string]bool{}, clusterID: 0xc1, impostor: map[string]uint64{}, dialed: map[string]bool{}, db: map[string][2]int64{}}
 }
 
 // advertisedURL is what a fake member advertises: never to be dialed.
@@ -162,10 +172,62 @@ func (c *fakeConn) Status(_ context.Context, endpoint string) (cluster.EndpointS
 			if other, ok := c.f.impostor[name]; ok {
 				id = other
 			}
-			return cluster.EndpointStatus{MemberID: id, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner, DBSize: 20480, DBSizeInUse: 16384}, nil
+			st := cluster.EndpointStatus{MemberID: id, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner, DBSize: 20480, DBSizeInUse: 16384, Revision: 1000}
+			if db, ok := c.f.db[name]; ok {
+				st.DBSize, st.DBSizeInUse = db[0], db[1]
+			}
+			for _, a := range c.f.alarms {
+				st.Alarms = append(st.Alarms, fmt.Sprintf("memberID:%d alarm:%s ", a.MemberID, a.Type))
+			}
+			return st, nil
 		}
 	}
 	return cluster.EndpointStatus{}, errors.New("unreachable")
+}
+
+func (c *fakeConn) Alarms(context.Context) ([]cluster.Alarm, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	return append([]cluster.Alarm(nil), c.f.alarms...), nil
+}
+
+func (c *fakeConn) Disarm(_ context.Context, a cluster.Alarm) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	var keep []cluster.Alarm
+	for _, x := range c.f.alarms {
+		if x != a {
+			keep = append(keep, x)
+		}
+	}
+	c.f.alarms = keep
+	return nil
+}
+
+func (c *fakeConn) Compact(context.Context, int64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.compactions++
+	if c.f.compactTo > 0 {
+		for name, db := range c.f.db {
+			c.f.db[name] = [2]int64{db[0], min(db[1], c.f.compactTo)}
+		}
+	}
+	return nil
+}
+
+func (c *fakeConn) Defragment(_ context.Context, endpoint string) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	name := hostPod(endpoint)
+	if c.running[name] != endpoint || !c.alive(name) {
+		return errors.New("unreachable")
+	}
+	if db, ok := c.f.db[name]; ok {
+		c.f.db[name] = [2]int64{db[1], db[1]}
+	}
+	c.f.defragged = append(c.f.defragged, name)
+	return nil
 }
 
 func (c *fakeConn) Close() error { return nil }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -13,14 +15,20 @@ import (
 const maxMemberError = 1024
 
 // memberDetails describes every member of the observed member list for status.members.details,
-// sorted by name, and names the leader.
-func memberDetails(obs *observation) ([]etcdv1beta2.MemberStatus, string) {
+// sorted by name, and names the leader. prev is the previous details, whose
+// lastDefragmentationTime is kept for members still there (by ID).
+func memberDetails(obs *observation, prev []etcdv1beta2.MemberStatus) ([]etcdv1beta2.MemberStatus, string) {
+	defragmented := map[string]*metav1.Time{}
+	for _, d := range prev {
+		defragmented[d.ID] = d.LastDefragmentationTime
+	}
 	leaderID := leaderOf(obs.Status)
 	leader := ""
 	details := make([]etcdv1beta2.MemberStatus, 0, len(obs.Members))
 	for _, m := range obs.Members {
 		s, answered := obs.Status[m.ID]
 		d := etcdv1beta2.MemberStatus{Name: m.PodName(), ID: fmt.Sprintf("%x", m.ID), Role: etcdv1beta2.MemberRoleUnknown}
+		d.LastDefragmentationTime = defragmented[d.ID]
 		switch {
 		case m.IsLearner:
 			d.Role = etcdv1beta2.MemberRoleLearner
@@ -47,6 +55,17 @@ func memberDetails(obs *observation) ([]etcdv1beta2.MemberStatus, string) {
 	}
 	sort.Slice(details, func(i, j int) bool { return details[i].Name < details[j].Name })
 	return details, leader
+}
+
+// unreachableDetails keeps the members described when none answers (their record of
+// defragmentation included), as not healthy with an unknown role.
+func unreachableDetails(prev []etcdv1beta2.MemberStatus) []etcdv1beta2.MemberStatus {
+	out := make([]etcdv1beta2.MemberStatus, 0, len(prev))
+	for _, d := range prev {
+		d.Role, d.Healthy, d.LastError = etcdv1beta2.MemberRoleUnknown, false, "no member answers"
+		out = append(out, d)
+	}
+	return out
 }
 
 // leaderOf returns the leader's member ID: a member that says it is the leader (the one with

@@ -51,7 +51,7 @@ func TestMemberDetails(t *testing.T) {
 			if obs.probeErrs == nil {
 				obs.probeErrs = map[uint64]string{}
 			}
-			details, leader := memberDetails(obs)
+			details, leader := memberDetails(obs, nil)
 			var roles, errs, names []string
 			for _, d := range details {
 				names, roles, errs = append(names, d.Name), append(roles, string(d.Role)), append(errs, d.LastError)
@@ -71,7 +71,7 @@ func TestMemberDetails(t *testing.T) {
 		obs := &observation{probeErrs: map[uint64]string{}}
 		obs.Members = members[:1]
 		obs.Status = map[uint64]cluster.EndpointStatus{0xa: {MemberID: 0xa, Leader: 0xa, Version: "3.5.21", DBSize: 4096, DBSizeInUse: 1024}}
-		details, _ := memberDetails(obs)
+		details, _ := memberDetails(obs, nil)
 		want := etcdv1beta2.MemberStatus{Name: "c-1", ID: "a", Role: etcdv1beta2.MemberRoleLeader, Version: "3.5.21", DBSize: 4096, DBSizeInUse: 1024, Healthy: true}
 		if len(details) != 1 || details[0] != want {
 			t.Fatalf("details %+v, want %+v", details, want)
@@ -80,7 +80,7 @@ func TestMemberDetails(t *testing.T) {
 	t.Run("long errors are cut", func(t *testing.T) {
 		obs := &observation{probeErrs: map[uint64]string{0xa: strings.Repeat("x", 5000)}}
 		obs.Members = members[:1]
-		details, _ := memberDetails(obs)
+		details, _ := memberDetails(obs, nil)
 		if n := len(details[0].LastError); n != maxMemberError {
 			t.Fatalf("lastError of %d bytes", n)
 		}

@@ -41,11 +41,15 @@ var (
 		Name: "etcd_operator_cluster_member_changes_total",
 		Help: "Member changes made by the operator (add, promote, remove, pod create/delete, upgrade), by kind.",
 	}, []string{"cluster_namespace", "cluster", "action"})
+	maintenanceSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etcd_operator_cluster_maintenance_total",
+		Help: "Upkeep steps the operator took (Compact and Disarm during NOSPACE recovery, Defragment), by action.",
+	}, []string{"cluster_namespace", "cluster", "action"})
 )
 
 // RegisterMetrics registers the EtcdCluster controller's metrics with reg.
 func RegisterMetrics(reg prometheus.Registerer) error {
-	return opmetrics.Register(reg, membersGauge, desiredMembersGauge, phaseGauge, clusterInfo, clusterCondition, membershipChanges)
+	return opmetrics.Register(reg, membersGauge, desiredMembersGauge, phaseGauge, clusterInfo, clusterCondition, membershipChanges, maintenanceSteps)
 }
 
 // SetupMetrics registers the metrics with controller-runtime's registry, which the manager
@@ -86,6 +90,7 @@ func forgetMetrics(namespace, name string) {
 	desiredMembersGauge.DeletePartialMatch(labels)
 	phaseGauge.DeletePartialMatch(labels)
 	membershipChanges.DeletePartialMatch(labels)
+	maintenanceSteps.DeletePartialMatch(labels)
 	key := namespace + "/" + name
 	clusterInfo.Forget(func(k string) bool { return k == key })
 	clusterCondition.Forget(func(k string) bool { return strings.HasPrefix(k, key+"/") })

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -54,6 +55,10 @@ type Reconciler struct {
 	// pass that reads a status from the cache that does not show the previous pass's patch yet
 	// does not warn about the same flip again.
 	warned sync.Map
+	// defragmented remembers when this process defragmented each member (key: cluster UID and
+	// member ID in hex), next to status.members.details, which a pass that read a cluster
+	// from a cache that had not seen the last status patch yet would set back.
+	defragmented sync.Map
 }
 
 // Setup registers the EtcdCluster controller with the manager.
@@ -158,6 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		defer func() { _ = obs.etcd.Close() }()
 	}
 	setObservedStatus(c, obs)
+	r.recallDefragmentations(c)
 	setPaused(c)
 	target, upgradeErr := targetVersion(c, obs)
 	if c.Spec.Paused {
@@ -171,6 +177,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	setConditions(c, obs, act, target, upgradeErr, err, pdbErr)
+	if act.Kind == cluster.ActionNone && err == nil && obs.etcd != nil {
+		// Membership needs nothing: the storage's upkeep (NOSPACE, defragmentation).
+		var upkeep cluster.MaintenanceAction
+		upkeep, res, err = r.maintain(ctx, c, obs)
+		setMaintenanceConditions(c, obs, upkeep, err)
+		if reason.Of(err) == etcdv1beta2.ReasonInvalidSpec {
+			err = nil // reported in Degraded; retried when the spec changes or after res
+		}
+	}
 	if act.Kind == cluster.ActionWaitForSeed && err == nil {
 		err = r.setRestoreFailed(ctx, c)
 	}
@@ -221,7 +236,8 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 		return now
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonMembershipUnverified,
-		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed); cond != nil {
+		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed,
+		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {

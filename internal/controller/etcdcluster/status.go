@@ -24,7 +24,7 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	st.ControlPaused = c.Spec.Paused
 	if !obs.Reachable {
 		st.ReadyMembers = 0
-		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods)}
+		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods), Details: unreachableDetails(st.Members.Details)}
 		st.Leader = ""
 		return
 	}
@@ -53,8 +53,9 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	sort.Strings(ready)
 	sort.Strings(unready)
 	st.ReadyMembers = int32(len(ready)) //nolint:gosec // a subset of the member list
+	prev := st.Members.Details
 	st.Members = etcdv1beta2.MembersStatus{Ready: ready, Unready: unready}
-	st.Members.Details, st.Leader = memberDetails(obs)
+	st.Members.Details, st.Leader = memberDetails(obs, prev)
 	if lowest != "" {
 		st.CurrentVersion = lowest
 	}

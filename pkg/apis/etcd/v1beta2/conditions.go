@@ -46,7 +46,15 @@ const (
 
 // EtcdCluster condition reasons.
 const (
-	ReasonQuorumLost         = "QuorumLost"
+	ReasonQuorumLost = "QuorumLost"
+	// ReasonNoSpace: a member raised etcd's NOSPACE alarm (its database reached the backend
+	// quota) and the cluster refuses writes; the operator compacts, defragments and clears it.
+	ReasonNoSpace = "NoSpace"
+	// ReasonQuotaExceeded: NOSPACE, and after compaction and defragmentation the data itself
+	// still fills the quota: raise spec.maintenance.quotaBackendBytes or delete keys.
+	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonAlarmRaised: an etcd alarm the operator does not clear (CORRUPT) is active.
+	ReasonAlarmRaised        = "AlarmRaised"
 	ReasonMemberUnhealthy    = "MemberUnhealthy"
 	ReasonUnsupportedUpgrade = "UnsupportedUpgrade"
 	ReasonWaitingForSeed     = "WaitingForSeed"

@@ -46,6 +46,8 @@ type EtcdCluster struct {
 // coreos/etcd-operator v0.9.4, so its manifests apply unchanged.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="bootstrap is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.quotaBackendBytes) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name == 'ETCD_QUOTA_BACKEND_BYTES')",message="maintenance.quotaBackendBytes and an ETCD_QUOTA_BACKEND_BYTES entry in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
+// +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.autoCompaction) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name.startsWith('ETCD_AUTO_COMPACTION_'))",message="maintenance.autoCompaction and ETCD_AUTO_COMPACTION_* entries in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
 type ClusterSpec struct {
 	// size is the number of members the cluster should have. The operator adds or removes one
 	// member at a time until the cluster has this many started, voting members.
@@ -93,6 +95,11 @@ type ClusterSpec struct {
 	// the cluster to size. Set once, never changed.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// maintenance is the upkeep of the members' storage: backend quota, automatic compaction,
+	// defragmentation, NOSPACE recovery. Unset: the defaults of MaintenanceSpec.
+	// +optional
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
 }
 
 // BootstrapSpec says how the first member of a cluster is made.
@@ -293,6 +300,12 @@ type ClusterStatus struct {
 	// last reported it; empty when no member answers.
 	// +optional
 	Leader string `json:"leader,omitempty"`
+
+	// lastDefragmentationRound is when the last scheduled defragmentation round
+	// (spec.maintenance.defragmentation.schedule) finished; the next round is the schedule's
+	// next time after it.
+	// +optional
+	LastDefragmentationRound *metav1.Time `json:"lastDefragmentationRound,omitempty"`
 }
 
 // MembersStatus lists members by readiness.
@@ -357,6 +370,9 @@ type MemberStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+	// lastDefragmentationTime is when the operator last defragmented the member.
+	// +optional
+	LastDefragmentationTime *metav1.Time `json:"lastDefragmentationTime,omitempty"`
 }
 
 // ClusterPhase is a one-word summary of a cluster's state for display.

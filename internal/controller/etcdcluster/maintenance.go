@@ -1,0 +1,204 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+// maintain takes the single next upkeep step of a cluster whose membership needs nothing
+// (cluster.Next said None): during a NOSPACE alarm it compacts the history and re-reads the
+// members' sizes first; then cluster.NextMaintenance picks one defragmentation, the alarm's
+// clearing, or the end of a scheduled round. Conditions for the step are set by
+// setMaintenanceConditions.
+func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) (cluster.MaintenanceAction, ctrl.Result, error) {
+	now := r.Clock.Now()
+	policy, err := maintenancePolicy(c, now)
+	if err != nil {
+		return cluster.MaintenanceAction{}, ctrl.Result{RequeueAfter: requeueSteady}, err
+	}
+	alarms, err := obs.etcd.Alarms(ctx)
+	if err != nil {
+		return cluster.MaintenanceAction{}, ctrl.Result{}, fmt.Errorf("listing alarms of %s: %w", klog.KObj(c), err)
+	}
+	if cluster.NoSpace(alarms) {
+		rev := int64(0)
+		for _, s := range obs.Status {
+			rev = max(rev, s.Revision)
+		}
+		if err := obs.etcd.Compact(ctx, rev); err != nil {
+			return cluster.MaintenanceAction{}, ctrl.Result{}, fmt.Errorf("NOSPACE: compacting %s: %w", klog.KObj(c), err)
+		}
+		maintenanceSteps.WithLabelValues(c.Namespace, c.Name, "Compact").Inc()
+		// Fresh sizes: the compaction freed pages that a defragmentation can give back.
+		r.probeMembers(ctx, c, obs.etcd, obs)
+		setObservedStatus(c, obs)
+		r.recallDefragmentations(c)
+	}
+	act := cluster.NextMaintenance(policy, obs.Observed, alarms)
+	log := ctrl.LoggerFrom(ctx).WithValues("maintenance", act.Kind, "member", act.Pod)
+	switch act.Kind {
+	case cluster.MaintenanceDefragment:
+		before := obs.Status[act.MemberID]
+		start := time.Now()
+		url := member.ClientURL(c, act.Pod)
+		if err := obs.etcd.Defragment(ctx, url); err != nil {
+			return act, ctrl.Result{}, fmt.Errorf("defragmenting member %s of %s: %w", act.Pod, klog.KObj(c), err)
+		}
+		took := time.Since(start).Round(time.Millisecond)
+		after, err := obs.etcd.Status(ctx, url)
+		if err != nil {
+			after = before
+		}
+		r.markDefragmented(c, act.MemberID, now)
+		log.Info("Defragmented", "took", took, "dbSizeBefore", before.DBSize, "dbSizeAfter", after.DBSize)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "Defragmented", "member %s: database file %d -> %d bytes in %s (%s)", act.Pod, before.DBSize, after.DBSize, took, act.Message)
+		maintenanceSteps.WithLabelValues(c.Namespace, c.Name, string(act.Kind)).Inc()
+		return act, ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+	case cluster.MaintenanceDisarm:
+		for _, a := range act.Alarms {
+			if err := obs.etcd.Disarm(ctx, a); err != nil {
+				return act, ctrl.Result{}, fmt.Errorf("clearing the NOSPACE alarm of %s: %w", klog.KObj(c), err)
+			}
+		}
+		log.Info("Cleared the NOSPACE alarm")
+		maintenanceSteps.WithLabelValues(c.Namespace, c.Name, string(act.Kind)).Inc()
+		r.Recorder.Event(c, corev1.EventTypeNormal, "AlarmCleared", act.Message)
+		return act, ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+	case cluster.MaintenanceRoundDone:
+		c.Status.LastDefragmentationRound = &metav1.Time{Time: now}
+		r.Recorder.Event(c, corev1.EventTypeNormal, "DefragmentationRoundDone", act.Message)
+	}
+	return act, ctrl.Result{RequeueAfter: requeueSteady}, nil
+}
+
+// maintenancePolicy reads spec.maintenance.defragmentation (with its defaults) and the
+// defragmentation record in status. A schedule that does not parse is InvalidSpec.
+func maintenancePolicy(c *etcdv1beta2.EtcdCluster, now time.Time) (cluster.MaintenancePolicy, error) {
+	p := cluster.MaintenancePolicy{
+		QuotaBytes: etcdv1beta2.DefaultQuotaBackendBytes, FragmentedPercent: etcdv1beta2.DefaultFragmentedPercent,
+		MinFreeBytes: etcdv1beta2.DefaultMinFreeBytes.Value(), LastDefragmented: map[uint64]time.Time{}, Now: now,
+	}
+	for _, d := range c.Status.Members.Details {
+		var id uint64
+		if _, err := fmt.Sscanf(d.ID, "%x", &id); err == nil && d.LastDefragmentationTime != nil {
+			p.LastDefragmented[id] = d.LastDefragmentationTime.Time
+		}
+	}
+	m := c.Spec.Maintenance
+	if m == nil {
+		return p, nil
+	}
+	if m.QuotaBackendBytes != nil {
+		p.QuotaBytes = m.QuotaBackendBytes.Value()
+	}
+	d := m.Defragmentation
+	if d == nil {
+		return p, nil
+	}
+	if d.FragmentedPercent != nil {
+		p.FragmentedPercent = int(*d.FragmentedPercent)
+	}
+	if d.MinFreeBytes != nil {
+		p.MinFreeBytes = d.MinFreeBytes.Value()
+	}
+	if d.Schedule == "" {
+		return p, nil
+	}
+	sched, err := cron.ParseStandard(d.Schedule)
+	if err != nil {
+		return p, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "spec.maintenance.defragmentation.schedule %q is not a cron schedule: %v", d.Schedule, err)
+	}
+	since := c.CreationTimestamp.Time
+	if c.Status.LastDefragmentationRound != nil {
+		since = c.Status.LastDefragmentationRound.Time
+	}
+	if due := sched.Next(since.UTC()); !now.Before(due) {
+		p.RoundDue = due
+	}
+	return p, nil
+}
+
+// markDefragmented records in status, and in memory, when member id was defragmented.
+func (r *Reconciler) markDefragmented(c *etcdv1beta2.EtcdCluster, id uint64, now time.Time) {
+	r.defragmented.Store(string(c.UID)+"/"+fmt.Sprintf("%x", id), now.Truncate(time.Second)) // status keeps seconds
+	r.recallDefragmentations(c)
+}
+
+// recallDefragmentations sets each member's lastDefragmentationTime to the later of status and
+// this process's memory.
+func (r *Reconciler) recallDefragmentations(c *etcdv1beta2.EtcdCluster) {
+	for i := range c.Status.Members.Details {
+		d := &c.Status.Members.Details[i]
+		v, ok := r.defragmented.Load(string(c.UID) + "/" + d.ID)
+		if t, _ := v.(time.Time); ok && (d.LastDefragmentationTime == nil || d.LastDefragmentationTime.Time.Before(t)) {
+			d.LastDefragmentationTime = &metav1.Time{Time: t}
+		}
+	}
+}
+
+// setMaintenanceConditions reports alarms (seen by any pass, from the members' status) and
+// the upkeep step of this pass: Degraded for NOSPACE, a full quota or another alarm, an
+// invalid defragmentation schedule; Progressing while a member is defragmented or an alarm
+// cleared.
+func setMaintenanceConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.MaintenanceAction, err error) {
+	set := func(t string, status metav1.ConditionStatus, why, msg string) {
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: why, Message: msg, ObservedGeneration: c.Generation})
+	}
+	degraded := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded)
+	if degraded != nil && degraded.Status == metav1.ConditionTrue {
+		return // a membership problem says more
+	}
+	switch {
+	case err != nil:
+		set(etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue, failureReason(err), err.Error())
+		return
+	case act.Kind == cluster.MaintenanceQuotaTooSmall:
+		set(etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue, etcdv1beta2.ReasonQuotaExceeded, act.Message)
+		return
+	}
+	if alarms := observedAlarms(obs); alarms != "" && act.Kind != cluster.MaintenanceDisarm {
+		why := etcdv1beta2.ReasonAlarmRaised
+		if strings.Contains(alarms, cluster.AlarmNoSpace) {
+			why = etcdv1beta2.ReasonNoSpace
+		}
+		msg := "etcd alarm active, writes are refused: " + alarms
+		if act.Message != "" {
+			msg += "; " + act.Message
+		}
+		set(etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue, why, msg)
+	}
+	if act.Kind == cluster.MaintenanceDefragment || act.Kind == cluster.MaintenanceDisarm {
+		set(etcdv1beta2.ClusterConditionProgressing, metav1.ConditionTrue, string(act.Kind), act.Message)
+	}
+}
+
+// observedAlarms lists the alarms the members reported in their status, once each.
+func observedAlarms(obs *observation) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range obs.Status {
+		for _, a := range s.Alarms {
+			if a = strings.TrimSpace(a); !seen[a] {
+				seen[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}

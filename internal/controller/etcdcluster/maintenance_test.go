@@ -1,0 +1,145 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+)
+
+const mib = 1 << 20
+
+// fillUp makes every member's database file size bytes with inUse in use, raises NOSPACE
+// (reported by the member c-1) and says what a compaction leaves in use.
+func fillUp(f *fakeEtcd, size, inUse, afterCompaction int64) {
+	f.set(func(f *fakeEtcd) {
+		for _, m := range f.members {
+			f.db[m.Name] = [2]int64{size, inUse}
+		}
+		f.alarms = []cluster.Alarm{{MemberID: f.members[1].ID, Type: cluster.AlarmNoSpace}}
+		f.compactTo = afterCompaction
+	})
+}
+
+func withQuota(t *testing.T, ns string, quota string) {
+	t.Helper()
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		q := resource.MustParse(quota)
+		c.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{QuotaBackendBytes: &q}
+	})
+}
+
+// TestNoSpaceRecovered: a NOSPACE alarm is reported (Degraded=True NoSpace, one Warning), the
+// history compacted, the followers and then the leader defragmented, the alarm cleared and the
+// cluster healthy again; nothing else changes (same members).
+func TestNoSpaceRecovered(t *testing.T) {
+	ns, f := grown(t, "nospace", 3)
+	withQuota(t, ns, "100Mi")
+	before := memberNames(f, false)
+	fillUp(f, 100*mib, 98*mib, 20*mib)
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "NOSPACE recovered", testutil.NoError(func() error {
+		var alarms []cluster.Alarm
+		var defragged []string
+		var compactions int
+		f.set(func(f *fakeEtcd) { alarms, defragged, compactions = f.alarms, slices.Clone(f.defragged), f.compactions })
+		c := getCluster(t, ns, "c")
+		if len(alarms) != 0 || !slices.Equal(defragged, []string{"c-1", "c-2", "c-0"}) || compactions == 0 ||
+			condition(c, "Degraded") != "False/AsExpected" {
+			return fmt.Errorf("alarms %v defragmented %v compactions %d Degraded %s", alarms, defragged, compactions, condition(c, "Degraded"))
+		}
+		for _, d := range c.Status.Members.Details {
+			if d.DBSize != 20*mib || d.LastDefragmentationTime == nil {
+				return fmt.Errorf("member %+v", d)
+			}
+		}
+		return nil
+	}))
+	testutil.Eventually(t, testutil.Timeout, "one NoSpace warning", testutil.NoError(func() error { return warningEvents(ns, etcdv1beta2.ReasonNoSpace, 1) }))
+	if after := memberNames(f, false); !slices.Equal(before, after) {
+		t.Fatalf("members changed: %v -> %v", before, after)
+	}
+}
+
+// TestNoSpaceQuotaTooSmall: when the data itself fills the quota, the alarm stays and the
+// cluster is Degraded with QuotaExceeded (Ready False, Stalled): nobody is told all is well.
+func TestNoSpaceQuotaTooSmall(t *testing.T) {
+	ns, f := grown(t, "quota", 3)
+	withQuota(t, ns, "100Mi")
+	fillUp(f, 100*mib, 95*mib, 95*mib)
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "QuotaExceeded", testutil.NoError(func() error {
+		c := getCluster(t, ns, "c")
+		if condition(c, "Degraded") != "True/"+etcdv1beta2.ReasonQuotaExceeded {
+			return fmt.Errorf("Degraded %s", condition(c, "Degraded"))
+		}
+		return nil
+	}))
+	waitKstatus(t, ns, "Ready=False/QuotaExceeded Reconciling=<none> Stalled=True/QuotaExceeded")
+	var alarms []cluster.Alarm
+	f.set(func(f *fakeEtcd) { alarms = f.alarms })
+	if len(alarms) != 1 {
+		t.Fatalf("alarms %v: the NOSPACE alarm must stay while the data fills the quota", alarms)
+	}
+}
+
+// TestScheduledDefragmentation: a due round defragments every member once, the leader last,
+// and records the round; fragmentation under the threshold defragments nothing on its own.
+func TestScheduledDefragmentation(t *testing.T) {
+	ns, f := grown(t, "defrag", 3)
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{Defragmentation: &etcdv1beta2.DefragmentationSpec{Schedule: "@hourly"}}
+	})
+	anotherPass(t, ns)
+	var defragged []string
+	f.set(func(f *fakeEtcd) { defragged = slices.Clone(f.defragged) })
+	if len(defragged) != 0 {
+		t.Fatalf("defragmented %v before the round was due", defragged)
+	}
+	// The last round ended two hours ago: the next one is due.
+	c := getCluster(t, ns, "c")
+	base := c.DeepCopy()
+	c.Status.LastDefragmentationRound = &metav1.Time{Time: time.Now().Add(-2 * time.Hour)}
+	if err := k8s.Status().Patch(context.Background(), c, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "a defragmentation round", testutil.NoError(func() error {
+		f.set(func(f *fakeEtcd) { defragged = slices.Clone(f.defragged) })
+		c := getCluster(t, ns, "c")
+		round := c.Status.LastDefragmentationRound
+		if !slices.Equal(defragged, []string{"c-1", "c-2", "c-0"}) || round == nil || time.Since(round.Time) > time.Minute {
+			return fmt.Errorf("defragmented %v, last round %v", defragged, round)
+		}
+		return nil
+	}))
+}
+
+func TestMaintenancePolicy(t *testing.T) {
+	created := time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC)
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Time{Time: created}}}
+	c.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{Defragmentation: &etcdv1beta2.DefragmentationSpec{Schedule: "0 3 * * *"}}
+	if p, err := maintenancePolicy(c, created.Add(time.Hour)); err != nil || !p.RoundDue.IsZero() || p.FragmentedPercent != 50 || p.MinFreeBytes != 64*mib || p.QuotaBytes != 2<<30 {
+		t.Fatalf("before 03:00: %+v %v", p, err)
+	}
+	if p, _ := maintenancePolicy(c, created.Add(2*time.Hour)); !p.RoundDue.Equal(created.Add(90 * time.Minute)) {
+		t.Fatalf("after 03:00: round due %v", p.RoundDue)
+	}
+	c.Status.LastDefragmentationRound = &metav1.Time{Time: created.Add(2 * time.Hour)}
+	if p, _ := maintenancePolicy(c, created.Add(3*time.Hour)); !p.RoundDue.IsZero() {
+		t.Fatalf("after the round: due %v", p.RoundDue)
+	}
+	c.Spec.Maintenance.Defragmentation.Schedule = "0 25 * * *"
+	if _, err := maintenancePolicy(c, created); err == nil {
+		t.Fatal("an invalid schedule was accepted")
+	}
+}
