@@ -1,0 +1,101 @@
+//go:build e2e
+
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// TestNoSpaceRecovered (issue 18 item 1): a 3-member cluster with a 16Mi backend quota is
+// written full (512 KiB values over 4 keys, each write recorded only when acknowledged) until
+// etcd refuses writes with NOSPACE. The operator reports it, compacts, defragments every
+// member and clears the alarm by itself: writes succeed again and every acknowledged value is
+// on every member.
+func TestNoSpaceRecovered(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-nospace")
+	c := newCluster(ns, "c", 3)
+	quota := resource.MustParse("16Mi")
+	c.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{QuotaBackendBytes: &quota}
+	f.Create(t, c)
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
+
+	// Fill the quota: bounded in count (the quota holds about 32 such values) and time.
+	acked := map[string]string{}
+	value := strings.Repeat("x", 512<<10)
+	start := time.Now()
+	full := false
+	for i := 0; i < 200 && time.Since(start) < 3*time.Minute && !full; i++ {
+		k, v := fmt.Sprintf("/fill/%d", i%4), fmt.Sprintf("%06d", i)+value
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cli.Put(ctx, k, v)
+		cancel()
+		switch {
+		case err == nil:
+			acked[k] = v
+		case errors.Is(err, rpctypes.ErrNoSpace):
+			full = true
+		default:
+			t.Logf("put %s: %v (not acknowledged)", k, err)
+		}
+	}
+	if !full {
+		t.Fatalf("etcd never refused a write with NOSPACE (%d keys acknowledged in %s)", len(acked), time.Since(start).Round(time.Second))
+	}
+	filled := time.Now()
+	t.Logf("NOSPACE after %s", filled.Sub(start).Round(100*time.Millisecond))
+
+	// The operator recovers by itself: a write goes through again.
+	framework.Eventually(t, 5*time.Minute, "writes accepted again", func(ctx context.Context) (bool, error) {
+		_, err := cli.Put(ctx, "/after", "ok")
+		return err == nil, err
+	})
+	t.Logf("MEASURE NOSPACE -> writes accepted: %s", time.Since(filled).Round(100*time.Millisecond))
+	acked["/after"] = "ok"
+
+	// Every acknowledged value, on every member.
+	for _, p := range memberPods(t, f, ns, "c") {
+		mc := etcdClient(t, f, nil, memberEndpoint(ns, "c", p.Name))
+		for k, want := range acked {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			resp, err := mc.Get(ctx, k, clientv3.WithSerializable())
+			cancel()
+			if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != want {
+				t.Fatalf("member %s key %s: acknowledged value lost (%v)", p.Name, k, err)
+			}
+		}
+	}
+	// What a user sees: one NoSpace warning, every member defragmented, the alarm cleared, and
+	// the cluster healthy again.
+	framework.Eventually(t, 2*time.Minute, "events and conditions", func(ctx context.Context) (bool, error) {
+		evs := &corev1.EventList{}
+		if err := f.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		n := map[string]int{}
+		for _, e := range evs.Items {
+			n[e.Type+"/"+e.Reason]++
+		}
+		c := getCluster(t, f, ns, "c")
+		if n["Warning/NoSpace"] != 1 || n["Normal/Defragmented"] < 3 || n["Normal/AlarmCleared"] != 1 || condition(c, "Degraded") != "False/AsExpected" {
+			return false, fmt.Errorf("events %v, Degraded %s", n, condition(c, "Degraded"))
+		}
+		return true, nil
+	})
+}
