@@ -202,3 +202,27 @@ func observedAlarms(obs *observation) string {
 	sort.Strings(out)
 	return strings.Join(out, ", ")
 }
+
+// upkeep takes at most one step on a cluster whose membership needs nothing: a member's
+// volume grown to the spec's size (or waited for), else one maintenance step.
+func (r *Reconciler) upkeep(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) (ctrl.Result, error) {
+	step, err := r.expandVolumes(ctx, c, obs)
+	setVolumeConditions(c, step)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case step.kind == volumeExpanding:
+		return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+	case step.kind == volumeResizing:
+		return ctrl.Result{RequeueAfter: requeueEtcdWait}, nil
+	}
+	act, res, err := r.maintain(ctx, c, obs)
+	setMaintenanceConditions(c, obs, act, err)
+	if reason.Of(err) == etcdv1beta2.ReasonInvalidSpec {
+		err = nil // reported in Degraded; looked at again when the spec changes or after res
+	}
+	if step.kind == volumeUnsupported || step.kind == volumeShrink {
+		res = ctrl.Result{RequeueAfter: requeueBlocked}
+	}
+	return res, err
+}

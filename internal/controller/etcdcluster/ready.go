@@ -15,7 +15,8 @@ import (
 // someone changes something: Ready is False with Stalled.
 var stalledReasons = []string{etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonMembershipUnverified, etcdv1beta2.ReasonClusterIDMismatch,
 	etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials,
-	etcdv1beta2.ReasonInvalidSpec, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised}
+	etcdv1beta2.ReasonInvalidSpec, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised,
+	etcdv1beta2.ReasonVolumeExpansionUnsupported}
 
 // setReady sets Ready (with Reconciling or Stalled) from the conditions and member counts the
 // pass wrote: True once the cluster is Available with spec.size ready voting members, at

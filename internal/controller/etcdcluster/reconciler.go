@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
-	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -178,13 +177,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	setConditions(c, obs, act, target, upgradeErr, err, pdbErr)
 	if act.Kind == cluster.ActionNone && err == nil && obs.etcd != nil {
-		// Membership needs nothing: the storage's upkeep (NOSPACE, defragmentation).
-		var upkeep cluster.MaintenanceAction
-		upkeep, res, err = r.maintain(ctx, c, obs)
-		setMaintenanceConditions(c, obs, upkeep, err)
-		if reason.Of(err) == etcdv1beta2.ReasonInvalidSpec {
-			err = nil // reported in Degraded; retried when the spec changes or after res
-		}
+		// Membership needs nothing: the volumes' size, then the storage's upkeep (NOSPACE,
+		// defragmentation).
+		res, err = r.upkeep(ctx, c, obs)
 	}
 	if act.Kind == cluster.ActionWaitForSeed && err == nil {
 		err = r.setRestoreFailed(ctx, c)
@@ -237,7 +232,8 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonMembershipUnverified,
 		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed,
-		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec); cond != nil {
+		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec,
+		etcdv1beta2.ReasonVolumeExpansionUnsupported); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {

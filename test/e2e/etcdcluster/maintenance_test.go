@@ -99,3 +99,54 @@ func TestNoSpaceRecovered(t *testing.T) {
 		return true, nil
 	})
 }
+
+// TestVolumeExpansionUnsupportedSaysSo (issue 18 item 2): the local cluster's host-path
+// StorageClass cannot grow volumes. Raising the storage request leaves the volumes and members
+// as they are, and the cluster says why (Degraded VolumeExpansionUnsupported) while it keeps
+// serving.
+func TestVolumeExpansionUnsupportedSaysSo(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-grow")
+	c := newCluster(ns, "c", 3)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+	}}
+	f.Create(t, c)
+	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
+	pods := memberPods(t, f, ns, "c")
+
+	c = getCluster(t, f, ns, "c")
+	before := c.DeepCopy()
+	c.Spec.Pod.PersistentVolumeClaimSpec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("128Mi")
+	if err := f.Client.Patch(context.Background(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "VolumeExpansionUnsupported", func(ctx context.Context) (bool, error) {
+		c := getCluster(t, f, ns, "c")
+		if condition(c, "Degraded") != "True/"+etcdv1beta2.ReasonVolumeExpansionUnsupported || condition(c, "Available") != "True/ClusterHealthy" {
+			return false, fmt.Errorf("Degraded %s Available %s", condition(c, "Degraded"), condition(c, "Available"))
+		}
+		return true, nil
+	})
+	t.Logf("Degraded: %s", degradedMessage(getCluster(t, f, ns, "c")))
+	for _, p := range pods {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: p.Name}, pvc); err != nil {
+			t.Fatal(err)
+		}
+		if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "64Mi" {
+			t.Fatalf("volume %s asks for %s", p.Name, q.String())
+		}
+	}
+	after := memberPods(t, f, ns, "c")
+	if len(after) != len(pods) {
+		t.Fatalf("pods %d -> %d", len(pods), len(after))
+	}
+	for i := range pods {
+		if after[i].UID != pods[i].UID {
+			t.Fatalf("pod %s was replaced", pods[i].Name)
+		}
+	}
+}

@@ -163,6 +163,10 @@ type PodPolicy struct {
 	// spec for its data directory, so members keep their data when their pods are deleted or
 	// their node restarts. Unset: members use emptyDir, and a member whose pod is gone is
 	// replaced by a new member that copies the data from its peers.
+	// Raising resources.requests.storage grows the members' volumes online, one at a time, where
+	// the StorageClass allows expansion (else the cluster is Degraded with
+	// VolumeExpansionUnsupported). Volumes never shrink: a request below a member's volume is
+	// Degraded with InvalidSpec. Other changes apply to members created afterwards.
 	// +kubebuilder:validation:XValidation:rule="has(self.resources) && has(self.resources.requests) && 'storage' in self.resources.requests",message="persistentVolumeClaimSpec.resources.requests.storage is required (the size of each member's volume)"
 	// +optional
 	PersistentVolumeClaimSpec *corev1.PersistentVolumeClaimSpec `json:"persistentVolumeClaimSpec,omitempty"`
