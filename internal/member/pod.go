@@ -148,6 +148,9 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 			Tolerations:     policy.Tolerations,
 			SecurityContext: policy.SecurityContext,
 			Affinity:        affinity(c, policy),
+			// Scheduling beyond affinity: see scheduling.go.
+			TopologySpreadConstraints: spreadConstraints(c, policy),
+			PriorityClassName:         policy.PriorityClassName,
 		},
 	}
 	if policy.PersistentVolumeClaimSpec != nil {

@@ -35,3 +35,18 @@ func TestMaintenanceAdmission(t *testing.T) {
     etcdEnv: [{name: ETCD_QUOTA_BACKEND_BYTES, value: "4294967296"}, {name: ETCD_AUTO_COMPACTION_RETENTION, value: "0"}]`)},
 	})
 }
+
+// TestSchedulingAdmission: the pod policy's scheduling fields (issue 18 item 6).
+func TestSchedulingAdmission(t *testing.T) {
+	runCreateCases(t, []createCase{
+		{name: "spread across zones, priority class, tolerations", manifest: cluster(`size: 3
+  pod:
+    priorityClassName: etcd-critical
+    tolerations: [{key: dedicated, operator: Exists}]
+    topologySpreadConstraints:
+    - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}`)},
+		{name: "spread constraint without topologyKey", manifest: cluster(`size: 3
+  pod:
+    topologySpreadConstraints: [{maxSkew: 1, whenUnsatisfiable: DoNotSchedule}]`), want: "topologyKey"},
+	})
+}

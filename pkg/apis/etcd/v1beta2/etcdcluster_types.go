@@ -154,6 +154,19 @@ type PodPolicy struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
+	// topologySpreadConstraints of member pods, e.g. across zones. A constraint without a
+	// labelSelector gets the cluster's member selector, so "spread my members" needs only
+	// maxSkew, topologyKey and whenUnsatisfiable. Not in coreos/etcd-operator.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// priorityClassName of member pods (e.g. one above the workloads that use etcd, so that
+	// members are not preempted by them). Not in coreos/etcd-operator.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
 	// etcdEnv are environment variables of the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES.
 	// Do not set flags the operator sets to bootstrap members (such as ETCD_INITIAL_CLUSTER).
 	// +optional
