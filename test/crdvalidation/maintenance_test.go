@@ -50,3 +50,18 @@ func TestSchedulingAdmission(t *testing.T) {
     topologySpreadConstraints: [{maxSkew: 1, whenUnsatisfiable: DoNotSchedule}]`), want: "topologyKey"},
 	})
 }
+
+// TestRecoveryAdmission: spec.recovery (issue 18 item 7) only without volumes.
+func TestRecoveryAdmission(t *testing.T) {
+	runCreateCases(t, []createCase{
+		{name: "recovery of an emptyDir cluster", manifest: cluster("size: 3\n  recovery: {backupScheduleName: nightly, afterSeconds: 60}")},
+		{name: "recovery with volumes", manifest: cluster(`size: 3
+  recovery: {backupScheduleName: nightly}
+  pod:
+    persistentVolumeClaimSpec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}`), want: "recovery is for clusters without volumes"},
+		{name: "recovery too soon", manifest: cluster("size: 3\n  recovery: {backupScheduleName: nightly, afterSeconds: 5}"), want: "afterSeconds"},
+		{name: "recovery without a schedule", manifest: cluster("size: 3\n  recovery: {afterSeconds: 60}"), want: "backupScheduleName"},
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -58,6 +59,9 @@ type Reconciler struct {
 	// member ID in hex), next to status.members.details, which a pass that read a cluster
 	// from a cache that had not seen the last status patch yet would set back.
 	defragmented sync.Map
+	// dataLostSince remembers, per cluster UID, since when the cluster has been formed,
+	// unreachable and without any pod (spec.recovery's clock).
+	dataLostSince sync.Map
 }
 
 // Setup registers the EtcdCluster controller with the manager.
@@ -182,7 +186,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		res, err = r.upkeep(ctx, c, obs)
 	}
 	if act.Kind == cluster.ActionWaitForSeed && err == nil {
-		err = r.setRestoreFailed(ctx, c)
+		err = errors.Join(r.setRestoreFailed(ctx, c), r.recordRecovery(ctx, c))
+	}
+	if act.Kind == cluster.ActionQuorumLost && err == nil {
+		var wait time.Duration
+		var why string
+		if wait, why, err = r.recover(ctx, c, obs); why != "" {
+			setRecoveryMessage(c, why)
+		}
+		if wait > 0 {
+			res = ctrl.Result{RequeueAfter: min(wait, requeueQuorumLost)}
+		}
 	}
 	r.warnOnFlip(before, c)
 	if errors.Is(err, errNotOwned) {

@@ -37,6 +37,9 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 		st.ClusterID = fmt.Sprintf("%x", obs.ClusterID)
 	}
 	st.Size = int32(len(obs.Members)) //nolint:gosec // a member list, never near 2^31
+	if rev := lastRevision(obs); rev > 0 {
+		st.LastRevision = rev
+	}
 	var ready, unready []string
 	lowest := ""
 	for _, m := range obs.Members {

@@ -24,8 +24,10 @@ import (
 )
 
 var (
-	k8s   client.Client
-	fakes sync.Map // namespace -> *fakeEtcd
+	k8s client.Client
+	// reconciler is the suite's EtcdCluster reconciler (tests reach its in-memory clocks).
+	reconciler *Reconciler
+	fakes      sync.Map // namespace -> *fakeEtcd
 	// failAfterAdd, when set, makes the next after-member-add failpoint abort the pass (a
 	// panic the controller recovers from: the process-exit of production, without the exit).
 	failAfterAdd atomic.Bool
@@ -47,6 +49,7 @@ func runSuite(m *testing.M) int {
 					panic("failpoint " + name)
 				}
 			}}
+		reconciler = r
 		go fakeKubelet(ctx)
 		return r.SetupWithManager(mgr)
 	})

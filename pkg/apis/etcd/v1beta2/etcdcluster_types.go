@@ -46,6 +46,7 @@ type EtcdCluster struct {
 // coreos/etcd-operator v0.9.4, so its manifests apply unchanged.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="bootstrap is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.recovery) || !has(self.pod) || !has(self.pod.persistentVolumeClaimSpec)",message="recovery is for clusters without volumes (emptyDir members): members with volumes keep their data and are brought back, never restored over"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.quotaBackendBytes) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name == 'ETCD_QUOTA_BACKEND_BYTES')",message="maintenance.quotaBackendBytes and an ETCD_QUOTA_BACKEND_BYTES entry in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.autoCompaction) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name.startsWith('ETCD_AUTO_COMPACTION_'))",message="maintenance.autoCompaction and ETCD_AUTO_COMPACTION_* entries in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
 type ClusterSpec struct {
@@ -100,6 +101,12 @@ type ClusterSpec struct {
 	// defragmentation, NOSPACE recovery. Unset: the defaults of MaintenanceSpec.
 	// +optional
 	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
+
+	// recovery, when set, lets the operator restore the cluster from its newest scheduled
+	// backup once quorum is lost and every member's data is gone (clusters without volumes
+	// only). Off by default; see RecoverySpec and docs/runbooks/quorum-loss.md.
+	// +optional
+	Recovery *RecoverySpec `json:"recovery,omitempty"`
 }
 
 // BootstrapSpec says how the first member of a cluster is made.
@@ -323,6 +330,16 @@ type ClusterStatus struct {
 	// next time after it.
 	// +optional
 	LastDefragmentationRound *metav1.Time `json:"lastDefragmentationRound,omitempty"`
+
+	// lastRevision is the highest store revision a member reported in the last pass that
+	// reached one (the measure of what an automatic recovery lost).
+	// +optional
+	LastRevision int64 `json:"lastRevision,omitempty"`
+
+	// lastRecovery, on a cluster that spec.recovery restored, says which restore did it and
+	// how much data was lost.
+	// +optional
+	LastRecovery *RecoveryRecord `json:"lastRecovery,omitempty"`
 }
 
 // MembersStatus lists members by readiness.

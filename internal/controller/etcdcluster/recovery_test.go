@@ -1,0 +1,153 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+func recoveries(t *testing.T, ns string) []etcdv1beta2.EtcdRestore {
+	t.Helper()
+	l := &etcdv1beta2.EtcdRestoreList{}
+	if err := k8s.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+func deleteAllPods(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAutomaticRecovery (issue 18 item 7): with spec.recovery, a cluster whose members are all
+// gone with their data is restored from its schedule's newest backup, once, and only then:
+// not while a member pod exists, not before afterSeconds, not without a successful backup.
+func TestAutomaticRecovery(t *testing.T) {
+	ctx := context.Background()
+	ns, f := grown(t, "recovery", 3)
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Recovery = &etcdv1beta2.RecoverySpec{BackupScheduleName: "nightly", AfterSeconds: ptr.To[int32](30)}
+	})
+	uid := getCluster(t, ns, "c").UID
+
+	// Every member dies but one pod is left: its data might come back. Nothing is restored.
+	f.kill("c-0", "c-1", "c-2")
+	deleteAllPods(t, ns, "c-1", "c-2")
+	reconciler.dataLostSince.Store(string(uid), time.Now().Add(-time.Hour))
+	anotherPass(t, ns)
+	if rs := recoveries(t, ns); len(rs) != 0 {
+		t.Fatalf("restored while a member pod exists: %v", rs[0].Name)
+	}
+
+	// The last pod goes: quorum is lost for good. No schedule with a backup yet: it says so.
+	deleteAllPods(t, ns, "c-0")
+	testutil.Eventually(t, testutil.Timeout, "QuorumLost, recovery waiting", testutil.NoError(func() error {
+		c := getCluster(t, ns, "c")
+		d := condition(c, "Degraded")
+		msg := degradedMsg(c)
+		if d != "True/QuorumLost" || !strings.Contains(msg, "automatic recovery from EtcdBackupSchedule nightly at") {
+			return fmt.Errorf("Degraded %s: %s", d, msg)
+		}
+		return nil
+	}))
+	// Past afterSeconds (the operator's clock moved back an hour), still no backup.
+	reconciler.dataLostSince.Store(string(uid), time.Now().Add(-time.Hour))
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "no backup to restore", testutil.NoError(func() error {
+		if msg := degradedMsg(getCluster(t, ns, "c")); !strings.Contains(msg, "EtcdBackupSchedule nightly") || !strings.Contains(msg, "impossible") {
+			return fmt.Errorf("Degraded: %s", msg)
+		}
+		return nil
+	}))
+	if rs := recoveries(t, ns); len(rs) != 0 {
+		t.Fatalf("restored without a backup: %v", rs[0].Name)
+	}
+
+	// A schedule with a successful backup ten minutes old: one EtcdRestore, with the loss.
+	sched := &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: etcdv1beta2.BackupScheduleSpec{
+		Schedule: "0 3 * * *",
+		BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
+			EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "c"}, StorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bucket/c", AWSSecret: "aws"}}}},
+	}}
+	if err := k8s.Create(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+	sched.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
+	if err := k8s.Status().Update(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "an EtcdRestore", testutil.NoError(func() error {
+		if n := len(recoveries(t, ns)); n != 1 {
+			return fmt.Errorf("%d restores", n)
+		}
+		return nil
+	}))
+	rs := recoveries(t, ns)[0]
+	if rs.Spec.EtcdCluster.Name != "c" || rs.Spec.BackupScheduleRef == nil || rs.Spec.BackupScheduleRef.Name != "nightly" || rs.Spec.ClusterTemplate != nil ||
+		rs.Labels[etcdv1beta2.LabelRecoveryOf] != "c" || rs.Annotations[etcdv1beta2.AnnotationLastRevision] != "1000" || rs.Annotations[etcdv1beta2.AnnotationQuorumLostAt] == "" {
+		t.Fatalf("restore %s: spec %+v labels %v annotations %v", rs.Name, rs.Spec, rs.Labels, rs.Annotations)
+	}
+	testutil.Eventually(t, testutil.Timeout, "an AutomaticRecovery warning", testutil.NoError(func() error { return warningEvents(ns, "AutomaticRecovery", 1) }))
+	// Once per incident.
+	anotherPass(t, ns)
+	if n := len(recoveries(t, ns)); n != 1 {
+		t.Fatalf("%d restores after another pass", n)
+	}
+}
+
+func degradedMsg(c *etcdv1beta2.EtcdCluster) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == etcdv1beta2.ClusterConditionDegraded {
+			return cond.Message
+		}
+	}
+	return ""
+}
+
+// TestRecoveryRecorded: a cluster seeded by an automatic recovery's restore records the loss.
+func TestRecoveryRecorded(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "recorded")
+	lost := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
+	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-recovery-1",
+		Labels:      map[string]string{etcdv1beta2.LabelRecoveryOf: "c"},
+		Annotations: map[string]string{etcdv1beta2.AnnotationQuorumLostAt: lost.Format(time.RFC3339), etcdv1beta2.AnnotationLastRevision: "5000"}},
+		Spec: etcdv1beta2.RestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "c"}, BackupScheduleRef: &etcdv1beta2.LocalObjectReference{Name: "nightly"}}}
+	if err := k8s.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	rs.Status.BackupTime = &metav1.Time{Time: lost.Add(-90 * time.Second)}
+	rs.Status.BackupRevision = 4200
+	if err := k8s.Status().Update(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(ns, "c", 3)
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: "c-seed"}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testutil.Timeout, "status.lastRecovery", testutil.NoError(func() error {
+		r := getCluster(t, ns, "c").Status.LastRecovery
+		if r == nil || r.RestoreName != rs.Name || r.RPOSeconds != 90 || r.RPORevisions != 800 || r.QuorumLostAt == nil || !r.QuorumLostAt.Equal(&metav1.Time{Time: lost}) {
+			return fmt.Errorf("lastRecovery %+v", r)
+		}
+		return nil
+	}))
+}

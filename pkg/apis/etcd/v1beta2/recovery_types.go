@@ -1,0 +1,62 @@
+package v1beta2
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// RecoverySpec is the opt-in automatic recovery of a cluster that lost quorum for good: when
+// the cluster has no volumes (emptyDir members), was formed, and every member pod is gone (so
+// every member's data is gone and cannot return), for at least afterSeconds, the etcd operator
+// creates an EtcdRestore of the cluster from the newest successful backup of the named
+// EtcdBackupSchedule, once per incident. It never acts while any member pod exists, on a
+// cluster with volumes, or while a restore of the cluster is under way. The data written after
+// that backup is lost; the operator records how much (the RPO) in events, on the EtcdRestore
+// and in the recovered cluster's status.lastRecovery.
+type RecoverySpec struct {
+	// backupScheduleName names the EtcdBackupSchedule in this namespace whose newest
+	// successful backup is restored.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	BackupScheduleName string `json:"backupScheduleName"`
+
+	// afterSeconds is how long quorum must have been lost with every member pod gone before
+	// the operator restores: time for a person to look first. Default 120; at least 30.
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	AfterSeconds *int32 `json:"afterSeconds,omitempty"`
+}
+
+// DefaultRecoveryAfterSeconds is spec.recovery.afterSeconds when unset.
+const DefaultRecoveryAfterSeconds = 120
+
+// Labels and annotations of an EtcdRestore that automatic recovery created.
+const (
+	// LabelRecoveryOf names the EtcdCluster an automatic recovery restores.
+	LabelRecoveryOf = "etcd.database.coreos.com/recovery-of"
+	// LabelRecoveryOfUID is the UID of that EtcdCluster: one recovery per incarnation.
+	LabelRecoveryOfUID = "etcd.database.coreos.com/recovery-of-uid"
+	// AnnotationQuorumLostAt is when the cluster lost quorum with every member gone (RFC 3339).
+	AnnotationQuorumLostAt = "etcd.database.coreos.com/quorum-lost-at"
+	// AnnotationLastRevision is the highest revision a member reported before the loss.
+	AnnotationLastRevision = "etcd.database.coreos.com/last-revision"
+)
+
+// RecoveryRecord is what an automatic recovery restored and what it lost.
+type RecoveryRecord struct {
+	// restoreName is the EtcdRestore the operator created.
+	// +kubebuilder:validation:MaxLength=253
+	RestoreName string `json:"restoreName"`
+	// quorumLostAt is when quorum was lost with every member gone.
+	// +optional
+	QuorumLostAt *metav1.Time `json:"quorumLostAt,omitempty"`
+	// backupTime is when the restored backup was taken.
+	// +optional
+	BackupTime *metav1.Time `json:"backupTime,omitempty"`
+	// rpoSeconds is quorumLostAt - backupTime: at most this much time of writes was lost.
+	// +optional
+	RPOSeconds int64 `json:"rpoSeconds,omitempty"`
+	// rpoRevisions is the last revision observed before the loss minus the backup's revision:
+	// at most this many revisions were lost (0 when the last revision is not known).
+	// +optional
+	RPORevisions int64 `json:"rpoRevisions,omitempty"`
+}
