@@ -52,11 +52,13 @@ type RecoveryRecord struct {
 	// backupTime is when the restored backup was taken.
 	// +optional
 	BackupTime *metav1.Time `json:"backupTime,omitempty"`
-	// rpoSeconds is quorumLostAt - backupTime: at most this much time of writes was lost.
+	// rpoSeconds is quorumLostAt - backupTime: at most this much time of writes was lost
+	// (quorumLostAt is when the operator noticed, no earlier than the loss).
 	// +optional
 	RPOSeconds int64 `json:"rpoSeconds,omitempty"`
-	// rpoRevisions is the last revision observed before the loss minus the backup's revision:
-	// at most this many revisions were lost (0 when the last revision is not known).
+	// rpoRevisions is the last revision the operator observed before the loss (from its last
+	// pass, up to a minute earlier) minus the backup's revision: at least this many revisions
+	// were lost (0 when the last revision is not known).
 	// +optional
 	RPORevisions int64 `json:"rpoRevisions,omitempty"`
 }
