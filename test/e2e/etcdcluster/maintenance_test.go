@@ -62,22 +62,38 @@ func TestNoSpaceRecovered(t *testing.T) {
 	t.Logf("NOSPACE after %s", filled.Sub(start).Round(100*time.Millisecond))
 
 	// The operator recovers by itself: a write goes through again.
+	var lastRev int64
 	framework.Eventually(t, 5*time.Minute, "writes accepted again", func(ctx context.Context) (bool, error) {
-		_, err := cli.Put(ctx, "/after", "ok")
+		resp, err := cli.Put(ctx, "/after", "ok")
+		if err == nil {
+			lastRev = resp.Header.Revision
+		}
 		return err == nil, err
 	})
 	t.Logf("MEASURE NOSPACE -> writes accepted: %s", time.Since(filled).Round(100*time.Millisecond))
 	acked["/after"] = "ok"
 
-	// Every acknowledged value, on every member.
+	// Every acknowledged value, on every member, once the member has applied the last write
+	// (a serializable read answers from the member's own store, which may lag a moment).
 	for _, p := range memberPods(t, f, ns, "c") {
 		mc := etcdClient(t, f, nil, memberEndpoint(ns, "c", p.Name))
+		framework.Eventually(t, time.Minute, p.Name+" caught up", func(ctx context.Context) (bool, error) {
+			resp, err := mc.Get(ctx, "/after", clientv3.WithSerializable())
+			if err != nil {
+				return false, err
+			}
+			return resp.Header.Revision >= lastRev, fmt.Errorf("member at revision %d, last write at %d", resp.Header.Revision, lastRev)
+		})
 		for k, want := range acked {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			resp, err := mc.Get(ctx, k, clientv3.WithSerializable())
 			cancel()
 			if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != want {
-				t.Fatalf("member %s key %s: acknowledged value lost (%v)", p.Name, k, err)
+				got := "no key"
+				if err == nil && len(resp.Kvs) == 1 {
+					got = fmt.Sprintf("value %.6s... at mod revision %d (member at %d)", resp.Kvs[0].Value, resp.Kvs[0].ModRevision, resp.Header.Revision)
+				}
+				t.Fatalf("member %s key %s: acknowledged value %.6s... lost: %s (%v)", p.Name, k, want, got, err)
 			}
 		}
 	}
