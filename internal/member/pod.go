@@ -31,7 +31,11 @@ const (
 	TopologyHostname = "kubernetes.io/hostname"
 )
 
-// The etcd container's readiness probe (GET /health on the metrics port). A member that stops
+// ReadinessPath is the etcd container's readiness probe: healthy with a leader and a working
+// store, whatever the NOSPACE alarm says (etcd 3.5 and 3.6 take the exclude parameter).
+const ReadinessPath = "/health?exclude=NOSPACE"
+
+// The etcd container's readiness probe (GET ReadinessPath on the metrics port). A member that stops
 // answering leaves the client Service's endpoints after about
 // readinessPeriodSeconds*readinessFailureThreshold seconds.
 const (
@@ -129,9 +133,10 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 			{Name: "metrics", ContainerPort: MetricsPort},
 		},
 		VolumeMounts: []corev1.VolumeMount{{Name: DataVolume, MountPath: "/var/etcd"}},
-		// /health on the plain-HTTP metrics listener works the same with and without TLS.
+		// /health on the plain-HTTP metrics listener works the same with and without TLS. A
+		// NOSPACE alarm does not make a member unready: reads go on, and the operator clears it.
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(MetricsPort)}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: ReadinessPath, Port: intstr.FromInt32(MetricsPort)}},
 			PeriodSeconds:    readinessPeriodSeconds,
 			TimeoutSeconds:   readinessTimeoutSeconds,
 			FailureThreshold: readinessFailureThreshold,
