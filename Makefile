@@ -123,6 +123,14 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 10s)
 		go test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
 	done
 
+.PHONY: test-chaos
+test-chaos: ## Run the chaos suite on the local cluster: every fault kind 5 times under load (CHAOS_RUNS, CHAOS_SEED); report in .cache/chaos/report.md.
+	CHAOS_RUNS=$${CHAOS_RUNS:-5} hack/chaos.sh
+
+.PHONY: test-chaos-smoke
+test-chaos-smoke: ## One run of each chaos fault kind (what CI runs).
+	CHAOS_RUNS=1 hack/chaos.sh
+
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed).
 	hack/e2e.sh

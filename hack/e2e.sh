@@ -15,7 +15,8 @@
 # With KUBECONFIG set, export E2E_OBJSTORES_ENV yourself (an env file with the OBJSTORE_*
 # variables of stores the cluster's pods reach) or the object store tests skip.
 # E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops the object stores and the
-# local cluster afterwards.
+# local cluster afterwards. E2E_PKGS (default ./test/e2e/...) and E2E_TAGS (default e2e) choose
+# the test packages and build tags (hack/chaos.sh runs ./test/chaos with "e2e,chaos").
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
@@ -33,7 +34,7 @@ timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply
 
 rc=0
 cd "$ROOT_DIR" || exit 1
-timed "e2e tests" go test -tags e2e ./test/e2e/... -v -count=1 -timeout "$E2E_TIMEOUT" "$@" || rc=$?
+timed "e2e tests" go test -tags "${E2E_TAGS:-e2e}" "${E2E_PKGS:-./test/e2e/...}" -v -count=1 -timeout "$E2E_TIMEOUT" "$@" || rc=$?
 if [ "${E2E_DOWN:-}" = 1 ] && [ -z "$external_cluster" ]; then
   OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" down
   "$ROOT_DIR/hack/local-cluster.sh" down

@@ -1,0 +1,227 @@
+//go:build e2e && chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// fault is one kind of fault: how the cluster under test is made, and how the fault is
+// injected while the load runs. rng is the run's seeded source: every choice (which member,
+// how long to wait) comes from it, so a seed reproduces a run.
+type fault struct {
+	name      string
+	valueSize int
+	cluster   func(c *etcdv1beta2.EtcdCluster)
+	// inject returns the size the cluster must have once healed.
+	inject func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32
+}
+
+var faults = []fault{
+	{name: "member-pod-killed", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+		pods := memberPods(t, f, ns)
+		forceDelete(t, f, ns, pods[rng.IntN(len(pods))].Name)
+		return 3
+	}},
+	{name: "leader-killed-during-scale-up", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+		resize(t, f, ns, 5)
+		waitMembers(t, f, ns, 4)
+		forceDelete(t, f, ns, leader(t, f, ns))
+		return 5
+	}},
+	{name: "operator-killed-mid-scale", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+		resize(t, f, ns, 5)
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond) //nolint:forbidigo // a seeded point inside the scale-up
+		killOperator(t, f, "etcd-operator")
+		return 5
+	}},
+	{name: "majority-killed-with-volumes", valueSize: 256,
+		cluster: func(c *etcdv1beta2.EtcdCluster) {
+			c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+			}}
+		},
+		inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+			pods := memberPods(t, f, ns)
+			keep := rng.IntN(len(pods))
+			for i, p := range pods {
+				if i != keep {
+					forceDelete(t, f, ns, p.Name)
+				}
+			}
+			return 3
+		}},
+}
+
+// TestChaos runs every fault kind CHAOS_RUNS times (default 1, the smoke run), each with a
+// seed derived from CHAOS_SEED (default: the time), printed so that a run can be repeated with
+// CHAOS_SEED=<seed> CHAOS_RUNS=1 -run 'TestChaos/<kind>'.
+func TestChaos(t *testing.T) {
+	runs := envInt("CHAOS_RUNS", 1)
+	base := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1_000_000_007)))
+	f := framework.Global(t)
+	for _, fk := range faults {
+		for run := range runs {
+			seed := base + uint64(run)*7919
+			t.Run(fmt.Sprintf("%s/seed-%d", fk.name, seed), func(t *testing.T) {
+				runFault(t, f, fk, seed)
+			})
+		}
+	}
+}
+
+func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
+	t.Logf("CHAOS kind=%s seed=%d (repeat: CHAOS_SEED=%d CHAOS_RUNS=1 hack/chaos.sh -run 'TestChaos/%s')", fk.name, seed, seed, fk.name)
+	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	ns := f.CreateNamespace(t, "chaos-"+fk.name)
+	c := newCluster(ns, "c")
+	if fk.cluster != nil {
+		fk.cluster(c)
+	}
+	f.Create(t, c)
+	f.WaitClusterAvailable(t, ns, "c", 3, availableAfter)
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "c"))
+	l := startLoad(cli, fk.valueSize, seed)
+	time.Sleep(time.Duration(2000+rng.IntN(3000)) * time.Millisecond) //nolint:forbidigo // seeded load before the fault
+	start := time.Now()
+	size := fk.inject(t, f, ns, rng)
+	r := result{Kind: fk.name, Seed: seed}
+	defer func() {
+		r.Survived = !t.Failed()
+		recordResult(t, r)
+		if t.Failed() {
+			keepLogs(t, f, ns, fk.name, seed)
+		}
+	}()
+	f.WaitClusterAvailable(t, ns, "c", size, healTimeout)
+	r.Heal = time.Since(start)
+	time.Sleep(3 * time.Second) //nolint:forbidigo // the load goes on a moment on the healed cluster
+	l.finish()
+	r.Lost = check(t, f, ns, "c", size, l)
+	r.Acked, r.Failed, r.ReadsBack = len(l.acked), l.failed, l.readsBack
+	t.Logf("CHAOS RESULT kind=%s seed=%d acked=%d failed=%d lost=%d readsBackwards=%d heal=%s", fk.name, seed, r.Acked, r.Failed, r.Lost, r.ReadsBack, r.Heal.Round(100*time.Millisecond))
+	if r.Lost > 0 || r.Acked == 0 {
+		t.Fatalf("%d of %d acknowledged writes lost", r.Lost, r.Acked)
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func memberPods(t *testing.T, f *framework.Framework, ns string) []corev1.Pod {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := f.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "etcd", "etcd_cluster": "c"}); err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// forceDelete deletes a pod at once, as a node failure or kill -9 would end it.
+func forceDelete(t *testing.T, f *framework.Framework, ns, name string) {
+	t.Helper()
+	err := f.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, client.GracePeriodSeconds(0))
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatalf("deleting pod %s: %v", name, err)
+	}
+	t.Logf("fault: pod %s/%s killed", ns, name)
+}
+
+func resize(t *testing.T, f *framework.Framework, ns string, size int32) {
+	t.Helper()
+	c, err := f.GetCluster(t.Context(), ns, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.DeepCopy()
+	c.Spec.Size = size
+	if err := f.Client.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitMembers(t *testing.T, f *framework.Framework, ns string, n int32) {
+	t.Helper()
+	framework.Eventually(t, 3*time.Minute, fmt.Sprintf("%d members in the list", n), func(ctx context.Context) (bool, error) {
+		c, err := f.GetCluster(ctx, ns, "c")
+		if err != nil {
+			return false, err
+		}
+		return c.Status.Size >= n, fmt.Errorf("status.size %d", c.Status.Size)
+	})
+}
+
+// leader is the member pod that status names the leader.
+func leader(t *testing.T, f *framework.Framework, ns string) string {
+	t.Helper()
+	var name string
+	framework.Eventually(t, time.Minute, "a leader in status", func(ctx context.Context) (bool, error) {
+		c, err := f.GetCluster(ctx, ns, "c")
+		if err != nil {
+			return false, err
+		}
+		name = c.Status.Leader
+		return name != "", fmt.Errorf("no leader in status")
+	})
+	return name
+}
+
+// killOperator force-deletes the pods of an operator Deployment; the Deployment starts
+// another, which must finish whatever was under way.
+func killOperator(t *testing.T, f *framework.Framework, deployment string) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := f.Client.List(t.Context(), pods, client.InNamespace(framework.OperatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": deployment}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		forceDelete(t, f, framework.OperatorNamespace, p.Name)
+	}
+	f.WaitForDeploymentAvailable(t, framework.OperatorNamespace, deployment, 3*time.Minute)
+}
+
+// keepLogs writes the namespace's objects and events and the operators' logs under
+// .cache/chaos/<kind>-<seed>/ for a failed run.
+func keepLogs(t *testing.T, f *framework.Framework, ns, kind string, seed uint64) {
+	dir := filepath.Join(f.RootDir, ".cache", "chaos", fmt.Sprintf("%s-%d", kind, seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("keeping logs: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	save := func(file string, args ...string) {
+		out, stderr, err := f.Kubectl(ctx, args...)
+		if err != nil {
+			out += "\n" + stderr + "\n" + err.Error()
+		}
+		_ = os.WriteFile(filepath.Join(dir, file), []byte(out), 0o644)
+	}
+	save("objects.yaml", "-n", ns, "get", "etcdclusters,pods,pvc,etcdbackups,etcdrestores", "-o", "yaml")
+	save("events.txt", "-n", ns, "get", "events", "--sort-by=.lastTimestamp")
+	for _, d := range framework.OperatorDeployments {
+		save(d+".log", "-n", framework.OperatorNamespace, "logs", "deployment/"+d, "--all-containers", "--tail=2000")
+	}
+	t.Logf("logs of the failed run kept in %s", strings.TrimPrefix(dir, f.RootDir+"/"))
+}

@@ -1,0 +1,225 @@
+//go:build e2e && chaos
+
+// Package chaos is the fault-injection suite (issue 15): real etcd pods on the local cluster,
+// a bounded load through the client Service during every fault, and a checker that every
+// acknowledged write survived. Run with hack/chaos.sh (make test-chaos, make test-chaos-smoke).
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// Bounds of the load: every loop stops by itself.
+const (
+	writers        = 3
+	maxWritesEach  = 20000
+	maxLoadTime    = 8 * time.Minute
+	writeTimeout   = 5 * time.Second
+	writePause     = 10 * time.Millisecond
+	healTimeout    = 5 * time.Minute
+	availableAfter = 5 * time.Minute
+)
+
+// load writes distinct keys from several writers through the client Service, recording a
+// write only when etcd acknowledged it, and reads one key linearizably to check that the
+// revisions it sees never go backwards.
+type load struct {
+	cli       *clientv3.Client
+	value     []byte
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	acked     map[string]string
+	failed    int
+	maxRev    int64
+	readsBack int // linearizable reads whose revision went backwards
+	reads     int
+}
+
+func startLoad(cli *clientv3.Client, valueSize int, seed uint64) *load {
+	l := &load{cli: cli, value: make([]byte, valueSize), stop: make(chan struct{}), acked: map[string]string{}}
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	for i := range l.value {
+		l.value[i] = byte('a' + rng.IntN(26))
+	}
+	deadline := time.Now().Add(maxLoadTime)
+	for w := range writers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; i < maxWritesEach && time.Now().Before(deadline); i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("/chaos/w%d/%07d", w, i)
+				v := fmt.Sprintf("%d:%d:", w, i) + string(l.value)
+				ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+				resp, err := cli.Put(ctx, k, v)
+				cancel()
+				l.mu.Lock()
+				if err == nil {
+					l.acked[k] = v
+					l.maxRev = max(l.maxRev, resp.Header.Revision)
+				} else {
+					l.failed++ // not acknowledged: may or may not be there; never counted
+				}
+				l.mu.Unlock()
+				time.Sleep(writePause) //nolint:forbidigo // pacing of a bounded load generator
+			}
+		}()
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		var last int64
+		for time.Now().Before(deadline) {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+			resp, err := cli.Get(ctx, "/chaos/w0/0000000")
+			cancel()
+			if err == nil {
+				l.mu.Lock()
+				l.reads++
+				if resp.Header.Revision < last {
+					l.readsBack++
+				}
+				last = max(last, resp.Header.Revision)
+				l.mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond) //nolint:forbidigo // pacing of a bounded reader
+		}
+	}()
+	return l
+}
+
+func (l *load) finish() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+// result is one run's row of the report.
+type result struct {
+	Kind      string        `json:"kind"`
+	Seed      uint64        `json:"seed"`
+	Survived  bool          `json:"survived"`
+	Acked     int           `json:"acked"`
+	Failed    int           `json:"failedWrites"`
+	Lost      int           `json:"lost"`
+	ReadsBack int           `json:"readsBackwards"`
+	Heal      time.Duration `json:"healNanos"`
+	Note      string        `json:"note,omitempty"`
+}
+
+// recordResult appends r to .cache/chaos/results.jsonl for the report.
+func recordResult(t *testing.T, r result) {
+	dir := filepath.Join(framework.Global(t).RootDir, ".cache", "chaos")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("recording the result: %v", err)
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "results.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Logf("recording the result: %v", err)
+		return
+	}
+	defer f.Close()
+	b, _ := json.Marshal(r)
+	_, _ = f.Write(append(b, '\n'))
+}
+
+// check waits until the cluster is Available with size members again and verifies that every
+// acknowledged write is on every member with its value, that the member list is exactly the
+// member pods, and that reads never went backwards. It returns how many writes were lost.
+func check(t *testing.T, f *framework.Framework, ns, name string, size int32, l *load) int {
+	t.Helper()
+	f.WaitClusterAvailable(t, ns, name, size, healTimeout)
+	pods := &corev1.PodList{}
+	if err := f.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "etcd", "etcd_cluster": name}); err != nil {
+		t.Fatal(err)
+	}
+	var podNames []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			podNames = append(podNames, p.Name)
+		}
+	}
+	slices.Sort(podNames)
+	lost := 0
+	for _, pod := range podNames {
+		cli := f.EtcdClient(t, fmt.Sprintf("http://%s:2379", framework.PodDNSName(pod, name, ns)))
+		framework.Eventually(t, 2*time.Minute, pod+" caught up", func(ctx context.Context) (bool, error) {
+			resp, err := cli.Get(ctx, "/chaos/", clientv3.WithSerializable(), clientv3.WithCountOnly())
+			if err != nil {
+				return false, err
+			}
+			return resp.Header.Revision >= l.maxRev, fmt.Errorf("at revision %d, last acknowledged write at %d", resp.Header.Revision, l.maxRev)
+		})
+		have := map[string]string{}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		resp, err := cli.Get(ctx, "/chaos/", clientv3.WithPrefix(), clientv3.WithSerializable())
+		cancel()
+		if err != nil {
+			t.Fatalf("reading %s: %v", pod, err)
+		}
+		for _, kv := range resp.Kvs {
+			have[string(kv.Key)] = string(kv.Value)
+		}
+		for k, v := range l.acked {
+			if have[k] != v {
+				lost++
+				if lost <= 5 {
+					t.Errorf("member %s: acknowledged write %s lost", pod, k)
+				}
+			}
+		}
+		if pod == podNames[0] {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			ml, err := cli.MemberList(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("member list: %v", err)
+			}
+			var members []string
+			for _, m := range ml.Members {
+				members = append(members, m.Name)
+			}
+			slices.Sort(members)
+			if !slices.Equal(members, podNames) || len(members) != int(size) {
+				t.Errorf("members %v, pods %v, spec.size %d: stray or missing member", members, podNames, size)
+			}
+		}
+	}
+	if l.readsBack > 0 {
+		t.Errorf("%d of %d linearizable reads went back in revision", l.readsBack, l.reads)
+	}
+	return lost
+}
+
+// newCluster is a 3-member cluster of the current etcd release.
+func newCluster(ns, name string) *etcdv1beta2.EtcdCluster {
+	c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.ClusterSpec{Size: 3}}
+	c.Namespace, c.Name = ns, name
+	return c
+}
