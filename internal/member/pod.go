@@ -253,3 +253,27 @@ func PodVersion(p *corev1.Pod) string {
 	}
 	return ""
 }
+
+// PodInitialCluster lists the member names in the --initial-cluster flag of a member pod's
+// etcd container (nil when it has none).
+func PodInitialCluster(p *corev1.Pod) []string {
+	for _, ct := range p.Spec.Containers {
+		if ct.Name != ContainerName {
+			continue
+		}
+		for _, arg := range ct.Command {
+			v, ok := strings.CutPrefix(arg, "--initial-cluster=")
+			if !ok {
+				continue
+			}
+			names := []string{}
+			for _, kv := range strings.Split(v, ",") {
+				if name, _, ok := strings.Cut(kv, "="); ok {
+					names = append(names, name)
+				}
+			}
+			return names
+		}
+	}
+	return nil
+}

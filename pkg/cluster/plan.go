@@ -18,6 +18,9 @@ type PodState struct {
 	Stuck bool
 	// Version is the etcd version of the pod's image tag (without "v").
 	Version string
+	// InitialCluster are the member names in the pod's --initial-cluster flag: the membership
+	// the member was told to join with (nil when unknown).
+	InitialCluster []string
 }
 
 // Healthy reports whether member id answered without errors.
@@ -195,6 +198,12 @@ func next(d Desired, o Observed) Action {
 	for _, m := range o.Members {
 		p, ok := o.Pods[m.PodName()]
 		switch {
+		case ok && !m.Started() && !p.Terminating && staleInitialCluster(p, o.Members):
+			// Its pod was made for a membership that changed before it started (a member removed
+			// in between): etcd refuses to start with it, forever. It never started, so it holds no
+			// data: a new pod (and volume) with the current membership.
+			return Action{Kind: ActionDeletePod, MemberID: m.ID, Pod: p.Name, Message: "deleting pod " + p.Name + ": member " + m.PodName() +
+				" never started and its pod names a membership that has changed (" + strings.Join(p.InitialCluster, ",") + "); it is recreated with the current one"}
 		case !ok && !m.Started():
 			return Action{Kind: ActionCreatePod, MemberID: m.ID, Pod: m.PodName(), Message: "creating the pod of added member " + m.PodName()}
 		case !ok:

@@ -7,6 +7,22 @@ import (
 	"strings"
 )
 
+// staleInitialCluster reports whether the pod's --initial-cluster names another set of members
+// than the member list.
+func staleInitialCluster(p PodState, members []Member) bool {
+	if p.InitialCluster == nil {
+		return false
+	}
+	want := make([]string, 0, len(members))
+	for _, m := range members {
+		want = append(want, m.PodName())
+	}
+	got := append([]string(nil), p.InitialCluster...)
+	sort.Strings(want)
+	sort.Strings(got)
+	return strings.Join(want, ",") != strings.Join(got, ",")
+}
+
 // quorum counts voting members, the ones among them that answer (leaderless or not), and
 // names the ones down.
 func quorum(o Observed) (voters, healthy int, down []string) {

@@ -256,3 +256,29 @@ func TestNextLeaderlessSurvivorCountsAsUp(t *testing.T) {
 		t.Fatalf("Next = %s %q, want Wait", got.Kind, got.Message)
 	}
 }
+
+// TestNextStaleInitialCluster: a learner whose pod was made while another member was still in
+// the list (then removed: the leader was killed during a scale-up, found by the chaos suite)
+// never starts; its pod (and empty volume) is deleted so that it is made again with the
+// current membership. A pod whose --initial-cluster matches is waited for.
+func TestNextStaleInitialCluster(t *testing.T) {
+	w := newWorld().member(1, "leader").member(2).member(3, "learner", "unstarted")
+	p := w.o.Pods["c-3"]
+	p.InitialCluster = []string{"c-0", "c-1", "c-2", "c-3"}
+	w.o.Pods["c-3"] = p
+	act := Next(Desired{Name: "c", Size: 5}, w.o)
+	if act.Kind != ActionDeletePod || act.Pod != "c-3" || !strings.Contains(act.Message, "never started") {
+		t.Fatalf("stale pod: %+v", act)
+	}
+	p.InitialCluster = []string{"c-1", "c-2", "c-3"}
+	w.o.Pods["c-3"] = p
+	if act := Next(Desired{Name: "c", Size: 5}, w.o); act.Kind != ActionWait {
+		t.Fatalf("current pod: %+v", act)
+	}
+	w.o.Linearizable = false
+	p.InitialCluster = []string{"c-0", "c-1", "c-2", "c-3"}
+	w.o.Pods["c-3"] = p
+	if act := Next(Desired{Name: "c", Size: 5}, w.o); act.Kind != ActionMembershipUnverified {
+		t.Fatalf("stale pod on an unverified list: %+v", act)
+	}
+}

@@ -110,6 +110,15 @@ func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
 			keepLogs(t, f, ns, fk.name, seed)
 		}
 	}()
+	// Heal is measured from the fault to Available again, after the operator saw the cluster
+	// short of its size (else a stale status would count as healed at once).
+	framework.Eventually(t, time.Minute, "the fault seen in status", func(ctx context.Context) (bool, error) {
+		c, err := f.GetCluster(ctx, ns, "c")
+		if err != nil {
+			return false, err
+		}
+		return c.Status.ReadyMembers < size, fmt.Errorf("status still shows %d ready members", c.Status.ReadyMembers)
+	})
 	f.WaitClusterAvailable(t, ns, "c", size, healTimeout)
 	r.Heal = time.Since(start)
 	time.Sleep(3 * time.Second) //nolint:forbidigo // the load goes on a moment on the healed cluster

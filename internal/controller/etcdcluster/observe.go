@@ -109,7 +109,8 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 // deletion timestamp plus its grace period plus podStuckGrace (the deletion timestamp already
 // includes the grace period: counting it twice only waits longer).
 func podState(p *corev1.Pod, now time.Time) cluster.PodState {
-	s := cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p)}
+	s := cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p),
+		InitialCluster: member.PodInitialCluster(p)}
 	if p.DeletionTimestamp != nil {
 		grace := time.Duration(0)
 		if p.DeletionGracePeriodSeconds != nil {
