@@ -3,7 +3,8 @@
 #   unit: unit tests and envtest integration tests (real kube-apiserver + etcd built by hack/).
 #   all:  unit, plus the backend acceptance tests against MinIO, fake-gcs-server and Azurite
 #         (started by hack/objstores.sh; skipping them is an error), plus the e2e suite on the
-#         local Kubernetes cluster (hack/e2e.sh).
+#         local Kubernetes cluster (hack/e2e.sh), plus one run of each chaos fault kind
+#         (hack/chaos.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mode="${1:-all}"
 cd "$ROOT_DIR"
@@ -24,5 +25,9 @@ go test -count=1 -timeout 30m ./...
 
 if [ "$mode" = all ]; then
   log "e2e on the local cluster"
-  hack/e2e.sh
+  rc=0
+  hack/e2e.sh || rc=$?
+  log "chaos smoke: one run of each fault kind (make test-chaos runs five)"
+  CHAOS_RUNS=1 hack/chaos.sh || rc=$?
+  exit $rc
 fi

@@ -75,7 +75,7 @@ var faults = []fault{
 // CHAOS_SEED=<seed> CHAOS_RUNS=1 -run 'TestChaos/<kind>'.
 func TestChaos(t *testing.T) {
 	runs := envInt("CHAOS_RUNS", 1)
-	base := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1_000_000_007)))
+	base := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1_000_000_007))) //nolint:gosec // envInt returns a positive int
 	f := framework.Global(t)
 	for _, fk := range faults {
 		for run := range runs {

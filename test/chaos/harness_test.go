@@ -56,7 +56,8 @@ func startLoad(cli *clientv3.Client, valueSize int, seed uint64) *load {
 	l := &load{cli: cli, value: make([]byte, valueSize), stop: make(chan struct{}), acked: map[string]string{}}
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	for i := range l.value {
-		l.value[i] = byte('a' + rng.IntN(26))
+		l.value[i] = byte('a' + rng.IntN(26)) //nolint:gosec // a letter, 'a'..'z'
+
 	}
 	deadline := time.Now().Add(maxLoadTime)
 	for w := range writers {
@@ -139,7 +140,7 @@ func recordResult(t *testing.T, r result) {
 		t.Logf("recording the result: %v", err)
 		return
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "results.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, "results.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Logf("recording the result: %v", err)
 		return
