@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
@@ -120,6 +121,7 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 	}
 	spec := c.Spec
 	spec.Version = version
+	liveness, startup := livenessProbes(version)
 	container := corev1.Container{
 		Name:            ContainerName,
 		Image:           spec.Image(),
@@ -141,6 +143,9 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 			TimeoutSeconds:   readinessTimeoutSeconds,
 			FailureThreshold: readinessFailureThreshold,
 		},
+		LivenessProbe:   liveness,
+		StartupProbe:    startup,
+		SecurityContext: ContainerSecurityContext(c),
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels, Annotations: annotations},
@@ -151,8 +156,10 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 			Containers:      []corev1.Container{container},
 			NodeSelector:    policy.NodeSelector,
 			Tolerations:     policy.Tolerations,
-			SecurityContext: policy.SecurityContext,
-			Affinity:        affinity(c, policy),
+			SecurityContext: podSecurityContext(policy),
+			// etcd never talks to the Kubernetes API.
+			AutomountServiceAccountToken: ptr.To(false),
+			Affinity:                     affinity(c, policy),
 			// Scheduling beyond affinity: see scheduling.go.
 			TopologySpreadConstraints: spreadConstraints(c, policy),
 			PriorityClassName:         policy.PriorityClassName,

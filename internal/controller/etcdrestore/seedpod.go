@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
@@ -79,10 +78,9 @@ func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdClu
 	vols, secretMounts := storage.PodSecrets(src.loc, secretsDir)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	mounts = append(mounts, secretMounts...)
-	locked := &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
+	// The member container's security context (restricted by default): the restore writes the
+	// data dir as the user etcd will run as.
+	locked := member.ContainerSecurityContext(c)
 	pod.Spec.InitContainers = []corev1.Container{
 		{
 			Name:            initInstall,

@@ -200,9 +200,21 @@ type PodPolicy struct {
 	// +optional
 	BusyboxImage string `json:"busyboxImage,omitempty"`
 
-	// securityContext is the pod-level security context of member pods.
+	// securityContext is the pod-level security context of member pods (and of a restore's
+	// seed pod). Unset: runAsNonRoot as user, group and fsGroup 65532 (fsGroupChangePolicy
+	// OnRootMismatch) with the RuntimeDefault seccomp profile, which Pod Security "restricted"
+	// admits; the data volume must support fsGroup (most CSI drivers and emptyDir do; hostPath
+	// does not). Set: used as given, e.g. runAsUser: 0 to keep running etcd as root on volumes
+	// written by root before. Applies to member pods created after a change.
 	// +optional
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+
+	// containerSecurityContext is the security context of the etcd container and of a restore
+	// seed's init containers. Unset: allowPrivilegeEscalation false, every capability dropped,
+	// readOnlyRootFilesystem true (etcd writes only to its data volume) and the RuntimeDefault
+	// seccomp profile. Not in coreos/etcd-operator.
+	// +optional
+	ContainerSecurityContext *corev1.SecurityContext `json:"containerSecurityContext,omitempty"`
 
 	// DNSTimeoutInSecond is how long a new member waits for its own DNS name to resolve before
 	// it gives up and its pod restarts. 0 (the default) waits indefinitely. The JSON name is
