@@ -29,7 +29,7 @@ APISERVER_URL="https://$LC_BRIDGE_IP:$LC_APISERVER_PORT"
 LC_REGISTRY="${LC_REGISTRY:-$LC_BRIDGE_IP:5001}"
 FWD_CHAIN="EO-LOCAL-FORWARD"
 # Start order; stop runs it backwards.
-COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager pvperm kube-scheduler kubelet kube-proxy coredns)
 
 kubectl_admin() { "$KUBECTL" --kubeconfig "$LC_KUBECONFIG" "$@"; }
 
@@ -67,6 +67,7 @@ bin_of() {
     etcd) echo "$ETCD_BIN/etcd" ;;
     containerd) command -v containerd || echo /usr/bin/containerd ;;
     coredns) echo "$COREDNS_BIN_DIR/coredns" ;;
+    pvperm) echo "$PVPERM_BIN" ;;
     *) echo "$K8S_BIN_DIR/$1" ;;
   esac
 }
@@ -141,6 +142,7 @@ render() { # render TEMPLATE OUT: replace @VAR@ with the variable's value
 build() {
   "$ROOT_DIR/hack/build-k8s.sh"
   "$ROOT_DIR/hack/build-etcd.sh" "$ETCD_VERSION"
+  (cd "$ROOT_DIR" && CGO_ENABLED=0 go build -trimpath -o "$PVPERM_BIN" ./hack/tools/pvperm)
   if [ ! -x "$COREDNS_BIN_DIR/coredns" ]; then
     log "building CoreDNS $COREDNS_VERSION (cold: 2-3 min)"
     mkdir -p "$COREDNS_BIN_DIR"
@@ -333,6 +335,10 @@ start_controller_manager() {
     --service-cluster-ip-range "$LC_SERVICE_CIDR" --cluster-cidr "$LC_POD_CIDR" --allocate-node-cidrs=false \
     --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller' \
     --enable-hostpath-provisioner=true
+  # The hostPath provisioner makes root-owned 0750 directories and hostPath volumes ignore
+  # fsGroup: pvperm opens each new one up, as local-path-provisioner does (member pods run as
+  # non-root; hack/tools/pvperm).
+  start pvperm "$PVPERM_BIN" "$LC_HOSTPATH_PV"
 }
 
 start_scheduler() {
@@ -437,7 +443,7 @@ down() {
   check_owner
   local c pid
   record_pv_paths
-  for c in coredns kube-proxy kube-scheduler kube-controller-manager kubelet; do stop "$c"; done
+  for c in coredns kube-proxy kube-scheduler kube-controller-manager pvperm kubelet; do stop "$c"; done
   if running containerd; then
     # Kill the containers while containerd still knows them, then drop its records.
     for c in $(lc_ctr tasks ls -q 2>/dev/null); do lc_ctr tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done

@@ -5,6 +5,8 @@
 
 COREDNS_VERSION="${COREDNS_VERSION:-v1.12.4}"
 COREDNS_BIN_DIR="$CACHE_DIR/bin/coredns-$COREDNS_VERSION"
+# hack/tools/pvperm, which opens up the hostPath provisioner's volume directories.
+PVPERM_BIN="$CACHE_DIR/bin/pvperm"
 
 # Config, PKI, logs, PID files, the apiserver's etcd data and the admin kubeconfig.
 LC_DIR="${LC_DIR:-$CACHE_DIR/local-cluster}"
