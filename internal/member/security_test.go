@@ -6,28 +6,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/pod-security-admission/api"
-	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// restrictedViolations evaluates pod against Pod Security "restricted" (latest) with the
-// checks the kube-apiserver's admission plugin runs.
 func restrictedViolations(t *testing.T, pod *corev1.Pod) []string {
 	t.Helper()
-	eval, err := policy.NewEvaluator(policy.DefaultChecks())
+	v, err := testutil.RestrictedViolations(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, r := range eval.EvaluatePod(api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &pod.ObjectMeta, &pod.Spec) {
-		if !r.Allowed {
-			out = append(out, r.ForbiddenReason+": "+r.ForbiddenDetail)
-		}
-	}
-	return out
+	return v
 }
 
 func TestDefaultPodIsRestricted(t *testing.T) {

@@ -6,7 +6,9 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
@@ -22,6 +24,10 @@ const (
 	agentDir        = "/restore-agent"
 	secretsDir      = "/etc/etcd-restore/secrets"
 	reasonSeedReady = "SeedRunning"
+	// tmpVolume is the restore container's /tmp (the etcd image sets no TMPDIR), in memory.
+	tmpVolume    = "tmp"
+	tmpDir       = "/tmp"
+	tmpSizeLimit = "16Mi"
 )
 
 // seedMeta marks obj as rs's seed in cluster c: controlled by c (a member from the start, never
@@ -71,9 +77,15 @@ func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdClu
 		"--initial-advertise-peer-urls=" + peer,
 		"--timeout=" + restoreTimeout(rs.Status.BackupSize).String(),
 	}
-	mounts := []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}}
+	mounts := []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}, {Name: tmpVolume, MountPath: tmpDir}}
 	mounts = append(mounts, etcd.VolumeMounts[0]) // the data volume, at /var/etcd
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	pod.Spec.Volumes = append(pod.Spec.Volumes,
+		corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		// The root filesystem is read-only: the S3 client writes the shared credentials files it
+		// reads the Secret into under the temp dir. In memory, so credentials never reach the
+		// node's disk.
+		corev1.Volume{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse(tmpSizeLimit))}}})
 	// The storage Secrets (credentials, CA bundle) as files, never as flags or environment.
 	vols, secretMounts := storage.PodSecrets(src.loc, secretsDir)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
