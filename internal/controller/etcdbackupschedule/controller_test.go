@@ -161,11 +161,13 @@ func TestScheduleRunsHistoryRetention(t *testing.T) {
 	})
 }
 
-// TestScheduleInvalid: a schedule or time zone that passes admission but not the parser gives
-// Ready=False with the reason, and no backups.
+// TestScheduleInvalid: a schedule that passes admission but never fires (31 February) or a time
+// zone that passes admission but not the parser gives Ready=False with the reason, no backups,
+// and no requeue (a never-firing schedule used to report its next run at 0001-01-01 and requeue
+// after 1 s forever).
 func TestScheduleInvalid(t *testing.T) {
 	ns := namespace(t)
-	bad := newSchedule(ns, "bad-expr", "61 * * * *", []string{"http://127.0.0.1:1"}, nil, "")
+	bad := newSchedule(ns, "bad-expr", "0 0 31 2 *", []string{"http://127.0.0.1:1"}, nil, "")
 	createSchedule(t, bad)
 	badTZ := newSchedule(ns, "bad-tz", "0 * * * *", []string{"http://127.0.0.1:1"}, nil, "")
 	badTZ.Spec.TimeZone = ptr.To("Mars/Olympus_Mons")

@@ -48,8 +48,17 @@ func Parse(expr string, timeZone *string) (*Schedule, error) {
 		inLoc.Location, wall.Location = loc, time.UTC
 		s.cron, s.wall = &inLoc, &wall
 	}
+	// A valid expression that matches no date (0 0 31 2 *: February has no 31st) has no next
+	// run: cron's Next gives up after five years and returns zero, which would requeue at once
+	// forever. Every date pattern recurs within four years (29 February), so the check is exact.
+	if s.cron.Next(neverFiresReference).IsZero() {
+		return nil, fmt.Errorf("%w %q: it matches no date, so it never fires", ErrInvalidSchedule, expr)
+	}
 	return s, nil
 }
+
+// neverFiresReference is where Parse looks for a first run: any instant works (see Parse).
+var neverFiresReference = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // Next returns the first run strictly after t.
 //

@@ -2,6 +2,7 @@ package etcdbackupschedule
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -36,7 +37,12 @@ func TestParseErrors(t *testing.T) {
 	if _, err := Parse("0 * * * *", &tz); !errors.Is(err, ErrInvalidTimeZone) {
 		t.Fatalf("err = %v, want ErrInvalidTimeZone", err)
 	}
-	for _, ok := range []string{"@daily", "@hourly", "0 */6 * * *", "30 2 * * MON-FRI"} {
+	for _, never := range []string{"0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"} {
+		if _, err := Parse(never, nil); !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "never fires") {
+			t.Fatalf("Parse(%q) = %v, want ErrInvalidSchedule: never fires", never, err)
+		}
+	}
+	for _, ok := range []string{"@daily", "@hourly", "0 */6 * * *", "30 2 * * MON-FRI", "0 0 29 2 *", "0 0 31 * *"} {
 		if _, err := Parse(ok, nil); err != nil {
 			t.Fatalf("Parse(%q): %v", ok, err)
 		}

@@ -50,6 +50,7 @@ type BackupSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=256
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^https?://[^/]+$')",message="each etcd endpoint must be a URL like http://my-cluster-client:2379"
+	// +kubebuilder:validation:items:XValidation:rule="!self.matches('^https?://[^/]*@')",message="an etcd endpoint must not carry credentials (user:password@host)"
 	// +listType=atomic
 	// +optional
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
@@ -73,6 +74,8 @@ type BackupSpec struct {
 
 	// clientTLSSecret is the Secret with the client certificate for etcdEndpoints that serve
 	// TLS: etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
 
@@ -101,13 +104,18 @@ type BackupPolicy struct {
 	// timeoutInSecond bounds one whole backup (snapshot and upload). 0 or unset: the operator
 	// scales the timeout with the database size (at least 10 minutes), so multi-GiB databases
 	// are not cut off the way coreos/etcd-operator's fixed 60 s default cut them.
+	// At most 86400 (a day); when set, at least 10.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:validation:XValidation:rule="self == 0 || self >= 10",message="timeoutInSecond must be 0 (sized by the operator) or at least 10: a shorter deadline cannot fit a snapshot and its upload"
 	// +optional
 	TimeoutInSecond int64 `json:"timeoutInSecond,omitempty"`
 
 	// backupIntervalInSecond makes the backup periodic: one snapshot every this many seconds.
 	// 0 or unset: one-shot.
+	// At most 31536000 (a year).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
 	// +optional
 	BackupIntervalInSecond int64 `json:"backupIntervalInSecond,omitempty"`
 

@@ -19,6 +19,8 @@ import (
 // +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it becomes the value of the etcd.database.coreos.com/schedule label on every backup"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.restoreDrill) || has(self.spec.restoreDrill.clusterTemplate) || has(self.spec.backupTemplate.spec.etcdCluster)",message="restoreDrill needs clusterTemplate when the backups are taken through etcdEndpoints: the scratch cluster copies an EtcdCluster's spec"
 type EtcdBackupSchedule struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -39,6 +41,7 @@ type BackupScheduleSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="!self.contains('TZ=')",message="set the time zone in timeZone, not with TZ= or CRON_TZ= in schedule"
 	// +kubebuilder:validation:XValidation:rule="self.contains('TZ=') || self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$')",message="schedule must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. 0 */6 * * *) or one of @yearly, @monthly, @weekly, @daily, @hourly"
+	// +kubebuilder:validation:XValidation:rule="self.contains('TZ=') || !self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$') || self.matches('^(?i:@(yearly|annually|monthly|weekly|daily|midnight|hourly)|([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?)* +([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?)* +([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?(,([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?)*)$')",message="schedule has a field out of range or a zero step: minute 0-59, hour 0-23, day of month 1-31, month 1-12 or JAN-DEC, day of week 0-6 or SUN-SAT, each a value, a range a-b, * or ?, optionally with a step /N of at least 1, in comma-separated lists"
 	// +required
 	Schedule string `json:"schedule"`
 
@@ -46,6 +49,7 @@ type BackupScheduleSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+/-]+$`
+	// +kubebuilder:validation:XValidation:rule="self != 'Local'",message="timeZone must name a zone such as Europe/Berlin or UTC: Local would be the operator pod's zone, which nobody chose"
 	// +optional
 	TimeZone *string `json:"timeZone,omitempty"`
 
@@ -63,7 +67,10 @@ type BackupScheduleSpec struct {
 	// startingDeadlineSeconds: a run that cannot start within this many seconds of its
 	// scheduled time is skipped (and counted as missed). Unset: no deadline, but at most one
 	// missed run is made up.
-	// +kubebuilder:validation:Minimum=0
+	// At least 10 (the scheduler may start a run a few seconds late, and a shorter deadline would
+	// skip it), at most 31536000 (a year).
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=31536000
 	// +optional
 	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
 
@@ -134,6 +141,7 @@ type RetentionPolicy struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="maxAge must be a positive duration such as 168h or 90m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('1m')",message="maxAge must be at least 1m: a shorter one would delete backups as they are written"
 	// +optional
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
@@ -214,6 +222,7 @@ type RestoreDrillSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$')",message="restoreDrill.schedule must be a 5-field cron expression (e.g. 0 4 * * 0) or one of @yearly, @monthly, @weekly, @daily, @hourly"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$') || self.matches('^(?i:@(yearly|annually|monthly|weekly|daily|midnight|hourly)|([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?)* +([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?)* +([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?(,([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?)*)$')",message="restoreDrill.schedule has a field out of range or a zero step: minute 0-59, hour 0-23, day of month 1-31, month 1-12 or JAN-DEC, day of week 0-6 or SUN-SAT, each a value, a range a-b, * or ?, optionally with a step /N of at least 1, in comma-separated lists"
 	// +required
 	Schedule string `json:"schedule"`
 
@@ -226,6 +235,7 @@ type RestoreDrillSpec struct {
 	// ttlSecondsAfterFinished is how long a drill's scratch cluster is kept after the drill
 	// finished, for inspection. Default 600.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2592000
 	// +kubebuilder:default=600
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`

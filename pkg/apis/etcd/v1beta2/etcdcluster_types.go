@@ -30,6 +30,8 @@ const (
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready",priority=1
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter, no dots): it names the cluster's Services and member pods"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 56",message="metadata.name must be at most 56 characters: the client Service <name>-client and the member pods <name>-<n> must fit in 63"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -61,6 +63,8 @@ type ClusterSpec struct {
 	// Defaults to quay.io/coreos/etcd.
 	// +kubebuilder:default="quay.io/coreos/etcd"
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*$')",message="repository must be an image repository without tag or digest, e.g. quay.io/coreos/etcd or registry.example.com:5000/etcd (lower-case path, no spaces): the operator adds :v<version>"
 	// +optional
 	Repository string `json:"repository,omitempty"`
 
@@ -136,6 +140,7 @@ type PodPolicy struct {
 	// reserved for the operator.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'app' && !k.startsWith('etcd_'))",message="pod labels must not use the reserved key 'app' or keys starting with 'etcd_'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="pod labels must be valid labels: keys at most 63 characters after an optional DNS prefix (317 in all), values at most 63 characters"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
@@ -154,6 +159,7 @@ type PodPolicy struct {
 	AntiAffinity bool `json:"antiAffinity,omitempty"`
 
 	// resources are the compute resources of the etcd container.
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ['cpu', 'memory'].all(r, !(r in self.requests) || !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",message="resources.requests must not exceed resources.limits (cpu, memory): the pod would be refused"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -176,6 +182,11 @@ type PodPolicy struct {
 
 	// etcdEnv are environment variables of the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES.
 	// Do not set flags the operator sets to bootstrap members (such as ETCD_INITIAL_CLUSTER).
+	// The variables of the flags the operator sets are refused: ETCD_NAME, ETCD_DATA_DIR,
+	// ETCD_WAL_DIR, ETCD_INITIAL_*, ETCD_LISTEN_*, ETCD_ADVERTISE_CLIENT_URLS, ETCD_PEER_*,
+	// ETCD_CERT_FILE, ETCD_KEY_FILE, ETCD_TRUSTED_CA_FILE, ETCD_CLIENT_CERT_AUTH.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.name in ['ETCD_NAME', 'ETCD_DATA_DIR', 'ETCD_WAL_DIR', 'ETCD_ADVERTISE_CLIENT_URLS', 'ETCD_CERT_FILE', 'ETCD_KEY_FILE', 'ETCD_TRUSTED_CA_FILE', 'ETCD_CLIENT_CERT_AUTH'] || e.name.startsWith('ETCD_INITIAL_') || e.name.startsWith('ETCD_LISTEN_') || e.name.startsWith('ETCD_PEER_'))",message="etcdEnv must not set the variables of the flags the operator sets for each member (ETCD_NAME, ETCD_DATA_DIR, ETCD_WAL_DIR, ETCD_INITIAL_*, ETCD_LISTEN_*, ETCD_ADVERTISE_CLIENT_URLS, ETCD_PEER_*, ETCD_CERT_FILE, ETCD_KEY_FILE, ETCD_TRUSTED_CA_FILE, ETCD_CLIENT_CERT_AUTH): etcd refuses a flag and its variable together, and a member must keep its name, URLs and data dir"
 	// +optional
 	EtcdEnv []corev1.EnvVar `json:"etcdEnv,omitempty"`
 
@@ -188,6 +199,7 @@ type PodPolicy struct {
 	// VolumeExpansionUnsupported). Volumes never shrink: a request below a member's volume is
 	// Degraded with InvalidSpec. Other changes apply to members created afterwards.
 	// +kubebuilder:validation:XValidation:rule="has(self.resources) && has(self.resources.requests) && 'storage' in self.resources.requests",message="persistentVolumeClaimSpec.resources.requests.storage is required (the size of each member's volume)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.requests) || !('storage' in self.resources.requests) || !string(self.resources.requests['storage']).startsWith('-')",message="persistentVolumeClaimSpec.resources.requests.storage must not be negative"
 	// +optional
 	PersistentVolumeClaimSpec *corev1.PersistentVolumeClaimSpec `json:"persistentVolumeClaimSpec,omitempty"`
 
@@ -220,6 +232,7 @@ type PodPolicy struct {
 	// it gives up and its pod restarts. 0 (the default) waits indefinitely. The JSON name is
 	// upper-case, as in coreos/etcd-operator.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	DNSTimeoutInSecond int64 `json:"DNSTimeoutInSecond,omitempty"`
 
@@ -249,6 +262,8 @@ type StaticTLS struct {
 	// operatorSecret is the Secret with the client certificate the operators use to talk to
 	// this cluster: etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	OperatorSecret string `json:"operatorSecret,omitempty"`
 }
@@ -259,12 +274,16 @@ type MemberSecret struct {
 	// peer.crt, peer.key, peer-ca.crt. Its certificate must be valid for
 	// *.<cluster>.<namespace>.svc (and the same names with the cluster domain).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	PeerSecret string `json:"peerSecret,omitempty"`
 	// serverSecret is the Secret with the certificate members serve clients with:
 	// server.crt, server.key, server-ca.crt. Its certificate must be valid for the member names
 	// and <cluster>-client.<namespace>.svc.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ServerSecret string `json:"serverSecret,omitempty"`
 }

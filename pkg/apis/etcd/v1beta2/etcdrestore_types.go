@@ -57,6 +57,7 @@ type RestoreSpec struct {
 	// otherwise clusterTemplate must name the template. While another EtcdRestore of the same
 	// etcdCluster that came first has not finished, this one waits (RestoreInProgress).
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.name) <= 56",message="etcdCluster.name must be a DNS-1035 label of at most 56 characters (lower-case letters, digits and '-', starting with a letter): it names the restored cluster's Services and member pods"
 	EtcdCluster EtcdClusterRef `json:"etcdCluster"`
 
 	// clusterTemplate names an existing EtcdCluster whose spec the restored cluster copies,
@@ -97,6 +98,7 @@ type RestoreSpec struct {
 	// finished, successfully or not: a restore drill that cleans up after itself. The EtcdRestore
 	// stays as the drill's record. Not allowed for a cluster restored in place.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2592000
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }

@@ -42,17 +42,21 @@ type S3Source struct {
 	// path is "<bucket>/<key>". For a one-shot backup it is the object's key; for a periodic
 	// backup or a schedule, the key is a prefix to which each backup adds a timestamp and revision.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <bucket>/<key>, e.g. mybucket/etcd.backup"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//')",message="path must not have '.' or '..' segments or empty segments ('//'): object stores take them literally, so the backup would not be where the path seems to say"
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
 
 	// awsSecret is the Secret with the AWS files `credentials` and `config` (profile default).
 	// Unset: the operator's ambient credentials (environment, web identity, instance role).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	AWSSecret string `json:"awsSecret,omitempty"`
 
 	// endpoint of an S3-compatible store (e.g. http://minio.minio:9000). Unset: AWS S3.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@')",message="endpoint must not carry credentials (user:password@host): put them in the credentials Secret"
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
@@ -74,18 +78,22 @@ type S3Source struct {
 type ABSSource struct {
 	// path is "<container>/<blob>", read like S3Source.path.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <container>/<blob>, e.g. mycontainer/etcd.backup"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//')",message="path must not have '.' or '..' segments or empty segments ('//'): object stores take them literally, so the backup would not be where the path seems to say"
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
 
 	// absSecret is the Secret with `storage-account`, `storage-key` and optionally `cloud`
 	// (AzurePublicCloud, AzureUSGovernmentCloud, AzureChinaCloud). Unset: ambient credentials.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ABSSecret string `json:"absSecret,omitempty"`
 
 	// endpoint overrides the blob service URL (e.g. an Azurite emulator). Unset: derived from
 	// the account and cloud.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@')",message="endpoint must not carry credentials (user:password@host): put them in the credentials Secret"
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
@@ -102,17 +110,21 @@ type ABSSource struct {
 type GCSSource struct {
 	// path is "<bucket>/<object>", read like S3Source.path.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <bucket>/<object>, e.g. mybucket/etcd.backup"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//')",message="path must not have '.' or '..' segments or empty segments ('//'): object stores take them literally, so the backup would not be where the path seems to say"
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
 
 	// gcpSecret is the Secret with at most one of `access-token` and `credentials.json`.
 	// Unset: application default credentials.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	GCPSecret string `json:"gcpSecret,omitempty"`
 
 	// endpoint overrides the storage API URL (e.g. a fake-gcs-server emulator).
 	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@')",message="endpoint must not carry credentials (user:password@host): put them in the credentials Secret"
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint,omitempty"`
@@ -142,6 +154,8 @@ type BackupSource struct {
 type EtcdClusterRef struct {
 	// name of the EtcdCluster.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +required
 	Name string `json:"name"`
 }
@@ -150,6 +164,8 @@ type EtcdClusterRef struct {
 type LocalObjectReference struct {
 	// name of the object.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +required
 	Name string `json:"name"`
 }
