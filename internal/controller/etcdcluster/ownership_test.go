@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -167,7 +168,9 @@ func anotherPass(t *testing.T, ns string) {
 // updateCluster changes the spec of cluster c, retrying on conflicts with status patches.
 func updateCluster(t *testing.T, ns string, change func(c *etcdv1beta2.EtcdCluster)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// The operator writes the object too (adoption, finalizer): retry for up to ~20 s, not
+	// retry.DefaultRetry's ~0.1 s, which a loaded CI machine ran out of.
+	err := retry.RetryOnConflict(wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1}, func() error {
 		c := getCluster(t, ns, "c")
 		change(c)
 		return k8s.Update(context.Background(), c)
