@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -94,25 +92,7 @@ func TestBinaryMetrics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.binary, func(t *testing.T) {
-			metricsAddr, probe := freePort(t), freePort(t)
-			var logs strings.Builder
-			cmd := exec.Command(filepath.Join(bins, tt.binary), "--kubeconfig="+kubeconfig,
-				"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probe)
-			cmd.Stdout, cmd.Stderr = &logs, &logs
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				select {
-				case err := <-done:
-					t.Logf("%s stopped: %v", tt.binary, err)
-				case <-time.After(10 * time.Second):
-				}
-			})
-			waitReady(t, "http://"+probe+"/readyz", done, &logs)
+			metricsAddr, logs := startOperator(t, tt.binary, kubeconfig)
 
 			var body []byte
 			var fams map[string]*dto.MetricFamily
