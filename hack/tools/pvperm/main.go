@@ -24,10 +24,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: pvperm DIR")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1]); err != nil {
-		fmt.Fprintln(os.Stderr, "pvperm:", err)
-		os.Exit(1)
-	}
+	// run returns only when it fails; SIGTERM ends the process.
+	fmt.Fprintln(os.Stderr, "pvperm:", run(os.Args[1]))
+	os.Exit(1)
 }
 
 func run(dir string) error {
