@@ -115,7 +115,7 @@ func TestNoHotLoops(t *testing.T) {
 		if b == "backup-operator" {
 			args = append(args, "--allowed-etcd-endpoints="+closed)
 		}
-		metrics[b], _ = startOperator(t, b, kubeconfig, args...)
+		metrics[b] = startOperator(t, b, kubeconfig, args...).metrics
 	}
 
 	// Every object says why.

@@ -92,7 +92,8 @@ func TestBinaryMetrics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.binary, func(t *testing.T) {
-			metricsAddr, logs := startOperator(t, tt.binary, kubeconfig)
+			op := startOperator(t, tt.binary, kubeconfig)
+			metricsAddr, logs := op.metrics, op.logs
 
 			var body []byte
 			var fams map[string]*dto.MetricFamily

@@ -8,13 +8,22 @@ import (
 	"time"
 )
 
+// operator is a running operator binary.
+type operator struct {
+	// metrics is the address of its /metrics.
+	metrics string
+	// logs collects its output (read it only after the test).
+	logs *strings.Builder
+	// pid is its process.
+	pid int
+}
+
 // startOperator runs binary against the envtest apiserver with metrics and probes on free
-// loopback ports and extra flags, waits until it is ready, and stops it when the test ends. It
-// returns the metrics address and the log collected so far (read it only after the test).
-func startOperator(t *testing.T, binary, kubeconfig string, args ...string) (metricsAddr string, logs *strings.Builder) {
+// loopback ports and extra flags, waits until it is ready, and stops it when the test ends.
+func startOperator(t *testing.T, binary, kubeconfig string, args ...string) *operator {
 	t.Helper()
 	metricsAddr, probe := freePort(t), freePort(t)
-	logs = &strings.Builder{}
+	logs := &strings.Builder{}
 	cmd := exec.Command(filepath.Join(bins, binary), append([]string{"--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probe}, args...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -32,5 +41,5 @@ func startOperator(t *testing.T, binary, kubeconfig string, args ...string) (met
 		}
 	})
 	waitReady(t, "http://"+probe+"/readyz", done, logs)
-	return metricsAddr, logs
+	return &operator{metrics: metricsAddr, logs: logs, pid: cmd.Process.Pid}
 }

@@ -1,0 +1,37 @@
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/member"
+)
+
+// cacheOptions selects what the operators cache: of the core kinds they watch, only the objects
+// of etcd clusters (label app=etcd, which member pods, restore seeds, volumes, Services and
+// budgets carry, as coreos/etcd-operator's did), so that the operators' memory does not grow
+// with the cluster's other Pods, PVCs and Services; and no object's managedFields. An object of
+// theirs that lost the label, or a foreign object in the way of a name they need, is read
+// through the API reader where it matters (createOwned, the restore operator's own pod).
+func cacheOptions(watchNamespaces []string) cache.Options {
+	etcd := labels.SelectorFromSet(labels.Set{member.LabelApp: member.AppEtcd})
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                   {Label: etcd},
+			&corev1.PersistentVolumeClaim{}: {Label: etcd},
+			&corev1.Service{}:               {Label: etcd},
+			&policyv1.PodDisruptionBudget{}: {Label: etcd},
+		},
+	}
+	if len(watchNamespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range watchNamespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
