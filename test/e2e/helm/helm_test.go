@@ -7,12 +7,12 @@ package helm
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +73,8 @@ func TestHelmInstall(t *testing.T) {
 		f.WaitForDeploymentAvailable(t, releaseNS, release+"-"+d, 2*time.Minute)
 	}
 	t.Logf("MEASURE helm Deployments Available: %s", time.Since(start).Round(100*time.Millisecond))
-	checkClusterScoped(t, f, release, 3)
+	// The three generated roles, their three *-metrics-auth parts and <release>-metrics-reader.
+	checkClusterScoped(t, f, release, 7)
 
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: watchNS, Name: "c"},
 		Spec: etcdv1beta2.ClusterSpec{Size: 3}}
@@ -94,8 +95,9 @@ func TestHelmInstall(t *testing.T) {
 
 	// The chart's etcd-operator watched the namespace and observed the 3 ready members.
 	want := regexp.MustCompile(`(?m)^etcd_operator_cluster_members\{[^}]*cluster_namespace="` + watchNS + `"[^}]*state="ready"[^}]*\} 3$`)
+	token := f.MetricsToken(t, releaseNS, release+"-metrics-reader")
 	framework.Eventually(t, time.Minute, "chart's etcd-operator metrics report 3 ready members", func(ctx context.Context) (bool, error) {
-		body, err := operatorMetrics(ctx, f, releaseNS, release)
+		body, err := operatorMetrics(ctx, f, releaseNS, release, token)
 		if err != nil {
 			return false, err
 		}
@@ -154,7 +156,8 @@ func run(f *framework.Framework, name string, args ...string) (string, error) {
 }
 
 // checkClusterScoped asserts that the release owns want ClusterRoles, each named
-// <release>-<generated name>, and no ClusterRoleBinding (the operators watch one namespace).
+// <release>-<name>, and no ClusterRoleBinding but the *-metrics-auth ones (the operators watch
+// one namespace).
 func checkClusterScoped(t *testing.T, f *framework.Framework, release string, want int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -183,13 +186,25 @@ func checkClusterScoped(t *testing.T, f *framework.Framework, release string, wa
 	if err := f.Client.List(ctx, &bindings, sel); err != nil {
 		t.Fatal(err)
 	}
-	if len(bindings.Items) != 0 {
-		t.Fatalf("release %s has %d ClusterRoleBindings, want none with watchNamespace set", release, len(bindings.Items))
+	// Cluster-wide, a watchNamespace release binds only the TokenReview/SubjectAccessReview
+	// rules --metrics-secure needs.
+	for _, b := range bindings.Items {
+		if !strings.HasSuffix(b.Name, "-metrics-auth") {
+			t.Errorf("release %s has ClusterRoleBinding %s, want only *-metrics-auth with watchNamespace set", release, b.Name)
+		}
+	}
+	for _, r := range roles.Items {
+		for _, rule := range r.Rules {
+			if strings.HasSuffix(r.Name, "-metrics-auth") && !slices.Contains([]string{"tokenreviews", "subjectaccessreviews"}, strings.Join(rule.Resources, ",")) {
+				t.Errorf("ClusterRole %s grants %v, want only token and access reviews", r.Name, rule.Resources)
+			}
+		}
 	}
 }
 
-// operatorMetrics fetches /metrics of the release's etcd-operator pod from the host.
-func operatorMetrics(ctx context.Context, f *framework.Framework, ns, release string) (string, error) {
+// operatorMetrics fetches the secure /metrics of the release's etcd-operator pod from the host
+// with token (a service account bound to <release>-metrics-reader).
+func operatorMetrics(ctx context.Context, f *framework.Framework, ns, release, token string) (string, error) {
 	var pods corev1.PodList
 	if err := f.Client.List(ctx, &pods, client.InNamespace(ns),
 		client.MatchingLabels{"app.kubernetes.io/name": "etcd-operator", "app.kubernetes.io/instance": release}); err != nil {
@@ -199,18 +214,7 @@ func operatorMetrics(ctx context.Context, f *framework.Framework, ns, release st
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 			continue
 		}
-		hc := &http.Client{Transport: &http.Transport{DialContext: f.DialContext}, Timeout: 10 * time.Second}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Status.PodIP+":8080/metrics", nil)
-		if err != nil {
-			return "", err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return "", err
-		}
-		body, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		return string(body), err
+		return f.ScrapeMetrics(ctx, net.JoinHostPort(p.Status.PodIP, "8443"), token)
 	}
 	return "", fmt.Errorf("no running etcd-operator pod of release %s", release)
 }

@@ -7,9 +7,6 @@ package secrets
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// operators are the Deployments hack/deploy.sh installs, each serving metrics on 8080.
+// operators are the Deployments hack/deploy.sh installs, each serving metrics on 8443 (HTTPS).
 var operators = []string{"etcd-operator", "backup-operator", "restore-operator"}
 
 // TestNoCredentialsInOutput: one backup per provider (S3, GCS, ABS, each with its credentials
@@ -111,24 +108,17 @@ func credentialValues(key, val string) []string {
 	return out
 }
 
-// metrics reads an operator's /metrics through a port-forward.
+// metrics reads an operator's secure /metrics through a port-forward, as Prometheus would: with
+// the token of a service account bound to the metrics-reader ClusterRole.
 func metrics(t *testing.T, f *framework.Framework, deployment string) string {
 	t.Helper()
-	addr := f.PortForward(t, framework.OperatorNamespace, "deployment/"+deployment, 8080)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/metrics", addr), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("metrics of %s: %v", deployment, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
+	addr := f.PortForward(t, framework.OperatorNamespace, "deployment/"+deployment, 8443)
+	token := f.MetricsToken(t, framework.OperatorNamespace, framework.MetricsReaderRole)
+	var body string
+	framework.Eventually(t, 30*time.Second, "metrics of "+deployment, func(ctx context.Context) (bool, error) {
+		var err error
+		body, err = f.ScrapeMetrics(ctx, addr, token)
+		return err == nil, err
+	})
+	return body
 }
