@@ -6,8 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+)
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
+// The label every object of an etcd cluster carries (internal/member.LabelApp=AppEtcd, checked by
+// TestCacheSelectsMemberObjects; not imported: internal/member imports pkg/cluster, whose tests use
+// internal/testutil, which imports this package).
+const (
+	etcdLabel      = "app"
+	etcdLabelValue = "etcd"
 )
 
 // cacheOptions selects what the operators cache: of the core kinds they watch, only the objects
@@ -17,7 +23,7 @@ import (
 // theirs that lost the label, or a foreign object in the way of a name they need, is read
 // through the API reader where it matters (createOwned, the restore operator's own pod).
 func cacheOptions(watchNamespaces []string) cache.Options {
-	etcd := labels.SelectorFromSet(labels.Set{member.LabelApp: member.AppEtcd})
+	etcd := labels.SelectorFromSet(labels.Set{etcdLabel: etcdLabelValue})
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
