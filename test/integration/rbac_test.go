@@ -36,7 +36,7 @@ import (
 // state, the restore operator reads an EtcdBackup and records a restore's state. Nothing is
 // forbidden, and the secure metrics endpoint works with the install's cluster-wide review rules.
 func TestGeneratedRolesSuffice(t *testing.T) {
-	const opsNS, watched = "etcd-operator-system", "etcd-clusters" // the overlay's names
+	const opsNS, watched = "etcd-operator-system", "etcd-clusters"             // the overlay's names
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: watched}}) // the user's
 	deployments := applyNamespacedInstallRBAC(t)
 	closed := freePort(t)

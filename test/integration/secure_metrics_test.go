@@ -109,7 +109,7 @@ func get(ctx context.Context, t *testing.T, url, token string) (int, string) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	// The operator's certificate is self-signed (no --metrics-cert-dir).
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test certificate
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed test certificate
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err.Error()
