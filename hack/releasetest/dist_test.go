@@ -114,7 +114,7 @@ func checkInstallYAML(t *testing.T, path string) {
 		}
 	}
 	want := map[string]int{"CustomResourceDefinition": 4, "Namespace": 1, "ServiceAccount": 3,
-		"ClusterRole": 3, "ClusterRoleBinding": 3, "Deployment": 3}
+		"ClusterRole": 4, "ClusterRoleBinding": 3, "Deployment": 3} // 3 generated + etcd-operator-metrics-reader
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("install.yaml has %d %s, want %d (all: %v)", kinds[k], k, n, kinds)

@@ -76,6 +76,10 @@ func TestReadyCondition(t *testing.T) {
 	}
 	s := newSchedule(ns, "ready", "0 * * * *", nil, bucket, "aws")
 	s.Spec.BackupTemplate.Spec.EtcdCluster = &etcdv1beta2.EtcdClusterRef{Name: "nope"}
+	// Other tests moved the fake clock ahead of the real one, in which the schedule is created:
+	// runs between the creation and the clock would be made up at once (and fail, before the
+	// test saw Ready). A starting deadline skips them; the runs the test makes are 10 s late.
+	s.Spec.StartingDeadlineSeconds = ptr.To[int64](60)
 	createSchedule(t, s)
 	s = waitKstatus(t, ns, "ready", "Ready=True/AsExpected Reconciling=<none> Stalled=<none>")
 
@@ -97,6 +101,6 @@ func TestReadyCondition(t *testing.T) {
 	updateSchedule(t, ns, "ready", func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.Suspend = ptr.To(true) })
 	waitKstatus(t, ns, "ready", "Ready=False/Suspended Reconciling=<none> Stalled=<none>")
 
-	createSchedule(t, newSchedule(ns, "invalid", "61 * * * *", []string{e.Endpoint}, bucket, "aws"))
+	createSchedule(t, newSchedule(ns, "invalid", "0 0 31 2 *", []string{e.Endpoint}, bucket, "aws")) // passes admission, never fires
 	waitKstatus(t, ns, "invalid", "Ready=False/InvalidSchedule Reconciling=<none> Stalled=True/InvalidSchedule")
 }

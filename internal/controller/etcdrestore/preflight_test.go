@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
@@ -21,8 +22,8 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
 
-	// A namespace that enforces the restricted Pod Security level: the seed pod (etcd runs
-	// without a restricted security context) is refused by the API server's admission.
+	// A namespace that enforces the restricted Pod Security level: the seed pod of a cluster
+	// that asks to run as root is refused by the API server's admission.
 	restricted := namespace(t)
 	nsObj := &corev1.Namespace{}
 	if err := k8s.Get(t.Context(), client.ObjectKey{Name: restricted}, nsObj); err != nil {
@@ -51,7 +52,10 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 		name, cname, ns, reason, want string
 		edit                          func(*etcdv1beta2.EtcdCluster, *etcdv1beta2.EtcdRestore)
 	}{
-		{"pod security refuses the seed", "psa", restricted, etcdv1beta2.ReasonPreflightFailed, "refused the seed pod", nil},
+		{"pod security refuses the seed", "psa", restricted, etcdv1beta2.ReasonPreflightFailed, "refused the seed pod", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
+			// The default member pod passes restricted; a cluster that asks for root does not.
+			c.Spec.Pod = &etcdv1beta2.PodPolicy{SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0)}}
+		}},
 		{"backup from a newer etcd", "newer", ns, etcdv1beta2.ReasonIncompatibleVersion, "etcd 3.6.16 (EtcdBackup from36)", func(c *etcdv1beta2.EtcdCluster, rs *etcdv1beta2.EtcdRestore) {
 			c.Spec.Version = "3.5.21"
 			rs.Spec.BackupStorageType, rs.Spec.BackupSource = "", etcdv1beta2.BackupSource{}
