@@ -36,10 +36,17 @@ type Options struct {
 	HealthProbeBindAddress  string
 	WatchNamespace          string
 	MaxConcurrentReconciles int
-	CreateCRD               bool
-	EtcdDialTimeout         time.Duration
-	EtcdRequestTimeout      time.Duration
-	GracefulShutdownTimeout time.Duration
+	// MaxConcurrentBackups bounds the operations that stream a whole snapshot (backups in the
+	// backup-operator, backup checks before a restore in the restore-operator) running at
+	// once, outside the reconcile workers (internal/workpool).
+	MaxConcurrentBackups int
+	// MaxConcurrentBackupsPerNamespace bounds how many of those one namespace runs at once, so
+	// a tenant whose store stalls holds at most this many workers.
+	MaxConcurrentBackupsPerNamespace int
+	CreateCRD                        bool
+	EtcdDialTimeout                  time.Duration
+	EtcdRequestTimeout               time.Duration
+	GracefulShutdownTimeout          time.Duration
 	// SeedAgentImage is the image with the restore-operator binary that restore seed pods run
 	// (restore-operator only); empty: the operator's own image.
 	SeedAgentImage string
@@ -68,10 +75,14 @@ func New(binary string) *Options {
 		MetricsBindAddress:      ":8080",
 		HealthProbeBindAddress:  ":8081",
 		MaxConcurrentReconciles: 2,
-		EtcdDialTimeout:         5 * time.Second,
-		EtcdRequestTimeout:      15 * time.Second,
-		GracefulShutdownTimeout: 30 * time.Second,
-		Zap:                     zap.Options{Development: false},
+		// Four streams of a few MiB of buffers each; two per namespace leave at least half
+		// for the others.
+		MaxConcurrentBackups:             4,
+		MaxConcurrentBackupsPerNamespace: 2,
+		EtcdDialTimeout:                  5 * time.Second,
+		EtcdRequestTimeout:               15 * time.Second,
+		GracefulShutdownTimeout:          30 * time.Second,
+		Zap:                              zap.Options{Development: false},
 	}
 }
 
@@ -88,6 +99,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; \"0\" disables them.")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "Comma-separated namespaces to watch. Empty: all namespaces (cluster-wide).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Objects of one kind reconciled in parallel.")
+	fs.IntVar(&o.MaxConcurrentBackups, "max-concurrent-backups", o.MaxConcurrentBackups, "backup-operator: backups that run at once; restore-operator: backup checks (the whole object read before a restore) that run at once. They run outside the reconcile workers, namespaces taking turns.")
+	fs.IntVar(&o.MaxConcurrentBackupsPerNamespace, "max-concurrent-backups-per-namespace", o.MaxConcurrentBackupsPerNamespace, "Of --max-concurrent-backups, how many one namespace may hold at once (a tenant whose store stalls holds at most these until the backups' deadlines).")
 	fs.BoolVar(&o.CreateCRD, "create-crd", o.CreateCRD, "Create or update the operators' CustomResourceDefinitions at start (the coreos/etcd-operator two-step install).")
 	fs.DurationVar(&o.EtcdDialTimeout, "etcd-dial-timeout", o.EtcdDialTimeout, "Timeout for connecting to an etcd member.")
 	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout, "Timeout for one etcd request (member list, status, membership change).")
@@ -127,6 +140,12 @@ func (o *Options) Validate() error {
 	if o.MaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles))
 	}
+	if o.MaxConcurrentBackups < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-backups must be at least 1, got %d", o.MaxConcurrentBackups))
+	}
+	if o.MaxConcurrentBackupsPerNamespace < 1 || o.MaxConcurrentBackupsPerNamespace > o.MaxConcurrentBackups {
+		errs = append(errs, fmt.Errorf("--max-concurrent-backups-per-namespace must be between 1 and --max-concurrent-backups (%d), got %d", o.MaxConcurrentBackups, o.MaxConcurrentBackupsPerNamespace))
+	}
 	if o.EtcdDialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--etcd-dial-timeout must be positive, got %s", o.EtcdDialTimeout))
 	}
@@ -146,7 +165,7 @@ func (o *Options) Validate() error {
 
 // String renders the effective configuration for the start-up log.
 func (o *Options) String() string {
-	return fmt.Sprintf("leaderElect=%t leaderElectionID=%s leaderElectionNamespace=%q metrics=%s metricsSecure=%t health=%s watchNamespaces=%v maxConcurrentReconciles=%d createCRD=%t etcdDialTimeout=%s etcdRequestTimeout=%s ambientCredentials=%q",
+	return fmt.Sprintf("leaderElect=%t leaderElectionID=%s leaderElectionNamespace=%q metrics=%s metricsSecure=%t health=%s watchNamespaces=%v maxConcurrentReconciles=%d maxConcurrentBackups=%d/%d per namespace createCRD=%t etcdDialTimeout=%s etcdRequestTimeout=%s ambientCredentials=%q",
 		o.LeaderElect, o.LeaderElectionID, o.LeaderElectionNamespace, o.MetricsBindAddress, o.MetricsSecure, o.HealthProbeBindAddress,
-		o.WatchNamespaces, o.MaxConcurrentReconciles, o.CreateCRD, o.EtcdDialTimeout, o.EtcdRequestTimeout, o.AmbientCredentials)
+		o.WatchNamespaces, o.MaxConcurrentReconciles, o.MaxConcurrentBackups, o.MaxConcurrentBackupsPerNamespace, o.CreateCRD, o.EtcdDialTimeout, o.EtcdRequestTimeout, o.AmbientCredentials)
 }

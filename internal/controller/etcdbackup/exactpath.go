@@ -2,7 +2,6 @@ package etcdbackup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,13 +15,16 @@ import (
 // statTimeout bounds the check that an exact path is free.
 const statTimeout = time.Minute
 
-// errClaimed: a one-shot backup to an exact path found no object there and recorded the path
-// as its own in status; the upload happens on the next pass, once that record is stored.
-var errClaimed = errors.New("claimed the backup's exact path")
+// claimedError: a one-shot backup to an exact path found no object there; the pass that takes
+// this outcome records the location as its own in status, and the upload happens in the next
+// run, once that record is stored.
+type claimedError struct{ location string }
+
+func (e *claimedError) Error() string { return "claimed the backup's exact path " + e.location }
 
 // claimExactPath guards a one-shot backup to an exact path (not a prefix) against overwriting an
 // object it did not write. The first pass checks with Stat that nothing is stored at the key and
-// records the location in status (errClaimed); only a pass that finds its own location recorded
+// has the location recorded in status (claimedError); only a pass that finds its own location recorded
 // uploads. So a retry after a failed status patch or after an upload whose answer was lost
 // overwrites only the backup's own object, and an object written by anyone else (another
 // backup, an older backup at a re-used path) fails the backup with ObjectExists.
@@ -44,8 +46,7 @@ func claimExactPath(ctx context.Context, obj *etcdv1beta2.EtcdBackup, store *sto
 				"pick a new path, or back up under a prefix (pathType: Prefix, or an EtcdBackupSchedule) where every backup gets its own key",
 			loc, info.Size, info.ModTime.UTC().Format("2006-01-02T15:04:05Z")))
 	case backend.IsNotFound(err):
-		obj.Status.Location = loc
-		return errClaimed
+		return &claimedError{location: loc}
 	default: // classify: InvalidCredentials on 401/403, else StorageUnreachable (retried)
 		return fmt.Errorf("%w: checking %s is free: %w", snapshot.ErrStorage, loc, err)
 	}

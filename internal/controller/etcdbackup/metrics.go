@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/opmetrics"
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/workpool"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 )
 
@@ -38,11 +39,12 @@ var (
 	}, []string{"reason"})
 )
 
-// RegisterMetrics registers the EtcdBackup controller's metrics and the object store metrics
-// (etcd_operator_backend_*, pkg/backend) with reg, and instruments the stores the controller
+// RegisterMetrics registers the EtcdBackup controller's metrics, the worker pool's
+// (etcd_operator_work_*) and the object store metrics (etcd_operator_backend_*, pkg/backend) with reg, and instruments the stores the controller
 // opens from then on.
 func RegisterMetrics(reg prometheus.Registerer) error {
-	if err := opmetrics.Register(reg, backupDuration, backupBytes, backupLastSize, backupLastSuccess, backupFailures); err != nil {
+	cs := append([]prometheus.Collector{backupDuration, backupBytes, backupLastSize, backupLastSuccess, backupFailures}, workpool.Collectors()...)
+	if err := opmetrics.Register(reg, cs...); err != nil {
 		return err
 	}
 	m, err := backend.NewMetrics(reg)

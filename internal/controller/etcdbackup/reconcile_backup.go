@@ -21,7 +21,8 @@ type outcome struct {
 // backup resolves the cluster and the store, streams one verified snapshot and, for periodic
 // backups with maxBackups, deletes the oldest of this cluster's objects under the prefix. A
 // one-shot backup to an exact path first claims the path (see claimExactPath): on the pass that
-// claims it, backup returns errClaimed.
+// claims it, backup returns a *claimedError. It runs in the worker pool on a copy of the
+// object taken when it was queued, and changes nothing but the store.
 func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*outcome, error) {
 	spec := &obj.Spec
 	tgt, err := resolveTarget(ctx, r.Client, obj.Namespace, spec, r.Options.AllowedEtcdEndpoints)

@@ -8,15 +8,19 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/workpool"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -45,6 +49,10 @@ type Reconciler struct {
 	// DefaultRetryBackoff.
 	RetryBackoff time.Duration
 
+	// Pool runs the backups outside the reconcile workers; nil: SetupWithManager makes one
+	// from the options.
+	Pool *workpool.Pool
+
 	// retention deletes old backups and remembers whom it told about legacy objects.
 	retention storage.Retention
 }
@@ -55,10 +63,19 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return r.SetupWithManager(mgr)
 }
 
-// SetupWithManager registers r with the manager.
+// SetupWithManager registers r and its worker pool with the manager; a backup that finishes
+// in the pool triggers a pass, which records it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Pool == nil {
+		r.Pool = workpool.New("backup", r.Options.MaxConcurrentBackups, r.Options.MaxConcurrentBackupsPerNamespace,
+			func() client.Object { return &etcdv1beta2.EtcdBackup{} })
+	}
+	if err := mgr.Add(r.Pool); err != nil {
+		return fmt.Errorf("adding the backup worker pool: %w", err)
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdBackup{}).
+		WatchesRawSource(source.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
@@ -75,21 +92,42 @@ func (r *Reconciler) now() time.Time {
 }
 
 // Reconcile takes one backup when one is due:
-//  1. Get the EtcdBackup; gone -> done.
-//  2. A finished one-shot backup (Completed or Failed) is a record: return at once, never redo.
-//  3. Not due yet (periodic interval, or retry backoff of a one-shot) -> RequeueAfter the rest.
-//  4. Otherwise resolve endpoints and TLS, open the store (a one-shot backup to an exact path
-//     first claims the path in one pass and uploads in the next: see claimExactPath), stream a
-//     verified snapshot into it, apply maxBackups retention to this cluster's backups
-//     (periodic), and record the outcome in status with one deferred merge patch; periodic
-//     backups requeue after their interval.
+//  1. Get the EtcdBackup; gone -> cancel its backup in the pool, done.
+//  2. A backup that finished in the worker pool (see internal/workpool) is recorded in status.
+//  3. A backup queued or running in the pool: nothing to do; the pool's event brings the next pass.
+//  4. A finished one-shot backup (Completed or Failed) is a record: return at once, never redo.
+//  5. Not due yet (periodic interval, or retry backoff of a one-shot) -> RequeueAfter the rest.
+//  6. Otherwise queue the backup in the pool (Running): resolve endpoints and TLS, open the
+//     store (a one-shot backup to an exact path first claims the path in one run and uploads
+//     in the next: see claimExactPath), stream a verified snapshot into it, and apply
+//     maxBackups retention to this cluster's backups (periodic).
+//
+// Each pass ends with one deferred merge patch of the status; periodic backups requeue after
+// their interval.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	obj := &etcdv1beta2.EtcdBackup{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Pool.Cancel(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdBackup %s: %w", req.NamespacedName, err)
+	}
+	base := obj.DeepCopy()
+	defer func() {
+		if equality.Semantic.DeepEqual(base.Status, obj.Status) {
+			return
+		}
+		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			reterr = errors.Join(reterr, fmt.Errorf("patching status of EtcdBackup %s: %w", req.NamespacedName, err))
+		}
+	}()
+
+	switch done, pending := r.Pool.Take(req.NamespacedName, string(obj.UID)); {
+	case pending:
+		return ctrl.Result{}, nil // the pool's event brings the next pass
+	case done != nil:
+		return r.record(obj, done)
 	}
 	periodic := obj.Spec.IsPeriodic()
 	if !periodic && obj.IsFinished() {
@@ -99,24 +137,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if wait := r.untilDue(obj, now); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-
-	base := obj.DeepCopy()
-	defer func() {
-		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			reterr = errors.Join(reterr, fmt.Errorf("patching status of EtcdBackup %s: %w", req.NamespacedName, err))
-		}
-	}()
-
+	snap := obj.DeepCopy()
+	r.Pool.Submit(req.NamespacedName, string(obj.UID), func(ctx context.Context) (any, error) { return r.backup(ctx, snap) })
 	obj.Status.StartTime = &metav1.Time{Time: now}
-	res, err := r.backup(ctx, obj)
-	switch {
-	case errors.Is(err, errClaimed):
-		return ctrl.Result{}, nil // the status patch (our own watch) starts the upload pass
-	case err != nil:
-		return r.recordFailure(obj, err, now)
+	obj.Status.Phase = etcdv1beta2.BackupPhaseRunning
+	return ctrl.Result{}, nil
+}
+
+// record writes the outcome of a backup that ran in the pool into status.
+func (r *Reconciler) record(obj *etcdv1beta2.EtcdBackup, done *workpool.Outcome) (ctrl.Result, error) {
+	if c, ok := errors.AsType[*claimedError](done.Err); ok {
+		// The status patch (our own watch) starts the upload run.
+		obj.Status.Location = c.location
+		return ctrl.Result{}, nil
 	}
-	r.recordSuccess(obj, res)
-	if periodic {
+	if done.Err != nil {
+		return r.recordFailure(obj, done.Err, r.now())
+	}
+	r.recordSuccess(obj, done.Value.(*outcome))
+	if obj.Spec.IsPeriodic() {
 		return ctrl.Result{RequeueAfter: r.untilDue(obj, r.now())}, nil
 	}
 	return ctrl.Result{}, nil
@@ -128,6 +167,10 @@ func (r *Reconciler) untilDue(obj *etcdv1beta2.EtcdBackup, now time.Time) time.D
 	st := &obj.Status
 	var due time.Time
 	switch {
+	case st.Phase == etcdv1beta2.BackupPhaseRunning:
+		// Running, but the pool holds no run of it (Reconcile asks the pool first): the run
+		// was lost with an operator restart or a change of leader. Run it again now.
+		return 0
 	case obj.Spec.IsPeriodic():
 		if st.StartTime == nil {
 			return 0

@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/opmetrics"
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/workpool"
 )
 
 // Metrics of the EtcdRestore controller (docs/monitoring.md); cluster_namespace is the
@@ -26,7 +27,7 @@ var (
 
 // RegisterMetrics registers the EtcdRestore controller's metrics with reg.
 func RegisterMetrics(reg prometheus.Registerer) error {
-	return opmetrics.Register(reg, restoresTotal, restoreDuration)
+	return opmetrics.Register(reg, append([]prometheus.Collector{restoresTotal, restoreDuration}, workpool.Collectors()...)...)
 }
 
 // SetupMetrics registers the metrics with controller-runtime's registry, which the manager

@@ -21,9 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/workpool"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -69,6 +71,9 @@ type Reconciler struct {
 	Now func() time.Time
 	// APIReader reads the EtcdRestore itself around the cache (SetupWithManager sets it).
 	APIReader client.Reader
+	// Pool reads backups whole (verifyBackup) outside the reconcile workers; nil:
+	// SetupWithManager makes one from the options.
+	Pool *workpool.Pool
 }
 
 func (r *Reconciler) now() time.Time {
@@ -95,6 +100,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.Pool == nil {
+		r.Pool = workpool.New("verify", r.Options.MaxConcurrentBackups, r.Options.MaxConcurrentBackupsPerNamespace,
+			func() client.Object { return &etcdv1beta2.EtcdRestore{} })
+	}
+	if err := mgr.Add(r.Pool); err != nil {
+		return fmt.Errorf("adding the backup check worker pool: %w", err)
+	}
 	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[LabelRestore]; name != "" {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
@@ -112,6 +124,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1beta2.EtcdRestore{}).
 		Watches(&corev1.Pod{}, byLabel).
 		Watches(&etcdv1beta2.EtcdCluster{}, byBootstrap).
+		WatchesRawSource(crsource.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
@@ -120,7 +133,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// Reconcile moves one EtcdRestore one step further: verify the backup, make the cluster, seed
+// Reconcile moves one EtcdRestore one step further: verify the backup (in the worker pool), make the cluster, seed
 // it, wait for it to grow, verify it; or, once finished, delete a drill's scratch cluster when
 // its TTL ran out. Each pass ends with one status patch.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -129,9 +142,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rs := &etcdv1beta2.EtcdRestore{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, rs); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Pool.Cancel(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdRestore %s: %w", req.NamespacedName, err)
+	}
+	if rs.DeletionTimestamp != nil || finished(rs) {
+		r.Pool.Cancel(req.NamespacedName) // a check still queued or running is of no use now
 	}
 	if rs.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil

@@ -2,6 +2,7 @@ package etcdrestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -21,24 +22,36 @@ import (
 // reasonBackupVerified is the BackupVerified condition's reason when it is True.
 const reasonBackupVerified = "ChecksumsMatched"
 
+// checked is a backup read whole in the worker pool.
+type checked struct {
+	src  *source
+	got  restoreseed.Fetched
+	took time.Duration
+}
+
 // verifyBackup finds the backup and reads it whole, checking etcd's trailing checksum and the
 // size and sha256 the backup recorded, before any cluster is touched. A bad backup fails the
-// restore here, with the existing cluster exactly as it was.
+// restore here, with the existing cluster exactly as it was. The read runs in the worker pool
+// (internal/workpool), outside the reconcile workers: this pass queues it, and the pass the
+// pool's event brings records what it found.
 func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
-	src, err := r.resolve(ctx, rs)
-	if err != nil {
-		return ctrl.Result{}, err
+	key := client.ObjectKeyFromObject(rs)
+	done, pending := r.Pool.Take(key, string(rs.UID))
+	switch {
+	case pending:
+		// The pool's event brings the next pass; the requeue is a safety net.
+		return ctrl.Result{RequeueAfter: requeueBackoff}, nil
+	case done == nil:
+		snap := rs.DeepCopy()
+		r.Pool.Submit(key, string(rs.UID), func(ctx context.Context) (any, error) { return r.readBackup(ctx, snap) })
+		return ctrl.Result{RequeueAfter: requeueBackoff}, nil
 	}
-	store, err := r.open(ctx, rs, src.loc)
-	if err != nil {
-		return ctrl.Result{}, err
+	if done.Err != nil {
+		// The next attempt waits out the backoff even if a status change wakes us sooner.
+		r.Pool.Hold(key, string(rs.UID), time.Now().Add(requeueBackoff))
 	}
-	defer store.Close()
-	vctx, cancel := context.WithTimeout(ctx, snapshot.DefaultTimeout(src.expect.Size))
-	defer cancel()
-	start := r.now()
-	got, err := restoreseed.Fetch(vctx, store, src.loc.Key, src.expect, io.Discard)
-	if err != nil {
+	if fe, ok := errors.AsType[*fetchError](done.Err); ok {
+		err := fe.err
 		switch why := reason.Of(err); why {
 		case "":
 			return ctrl.Result{}, err
@@ -49,6 +62,11 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 			return ctrl.Result{}, reason.Errorf(why, "%w; no cluster was changed", err)
 		}
 	}
+	if done.Err != nil {
+		return ctrl.Result{}, done.Err // finding the backup or opening its store failed
+	}
+	c := done.Value.(*checked)
+	src, got := c.src, c.got
 	if err := r.pin(ctx, rs, src); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -60,11 +78,39 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 		rs.Status.BackupTime = src.taken.DeepCopy()
 		rs.Status.BackupAge = &metav1.Duration{Duration: rs.Status.StartTime.Sub(src.taken.Time).Round(time.Second)}
 	}
-	msg := fmt.Sprintf("%s: %d bytes, sha256 %s, etcd checksum valid (read in %s)", src.loc.URL(), got.Size, got.SHA256, r.now().Sub(start).Round(time.Millisecond))
+	msg := fmt.Sprintf("%s: %d bytes, sha256 %s, etcd checksum valid (read in %s)", src.loc.URL(), got.Size, got.SHA256, c.took.Round(time.Millisecond))
 	r.setCondition(rs, etcdv1beta2.RestoreConditionBackupVerified, metav1.ConditionTrue, reasonBackupVerified, msg)
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "BackupVerified", msg)
 	r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "backup verified; preparing the cluster")
 	return ctrl.Result{RequeueAfter: requeueNow}, nil
+}
+
+// fetchError is a failed read of the backup itself (not of finding it or opening its store).
+type fetchError struct{ err error }
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+// readBackup resolves the backup rs names and reads it whole under the backup's deadline. It
+// runs in the worker pool on a copy of rs and changes nothing.
+func (r *Reconciler) readBackup(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*checked, error) {
+	src, err := r.resolve(ctx, rs)
+	if err != nil {
+		return nil, err
+	}
+	store, err := r.open(ctx, rs, src.loc)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	vctx, cancel := context.WithTimeout(ctx, snapshot.DefaultTimeout(src.expect.Size))
+	defer cancel()
+	start := r.now()
+	got, err := restoreseed.Fetch(vctx, store, src.loc.Key, src.expect, io.Discard)
+	if err != nil {
+		return nil, &fetchError{err}
+	}
+	return &checked{src: src, got: got, took: r.now().Sub(start)}, nil
 }
 
 // AnnotationBackupSource holds, once the backup verified, the storage.Location that reaches it
