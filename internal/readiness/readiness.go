@@ -56,3 +56,21 @@ func Set(conds *[]metav1.Condition, generation int64, v Verdict) {
 			Reason: v.Reason, Message: v.Message, ObservedGeneration: generation})
 	}
 }
+
+// OfOutcome is the verdict of a kind that ends in a Complete and a Failed condition (EtcdBackup,
+// EtcdRestore): Ready once complete is True; Stalled once failed is True; Reconciling with
+// complete's reason and message while it is False; before is the verdict while complete is not
+// set yet.
+func OfOutcome(conds []metav1.Condition, complete, failed string, before Verdict) Verdict {
+	c := meta.FindStatusCondition(conds, complete)
+	f := meta.FindStatusCondition(conds, failed)
+	switch {
+	case c != nil && c.Status == metav1.ConditionTrue:
+		return Verdict{State: Ready, Reason: c.Reason, Message: c.Message}
+	case f != nil && f.Status == metav1.ConditionTrue:
+		return Verdict{State: Stalled, Reason: f.Reason, Message: f.Message}
+	case c != nil:
+		return Verdict{State: Reconciling, Reason: c.Reason, Message: c.Message}
+	}
+	return before
+}

@@ -1,7 +1,6 @@
 package etcdbackup
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/readiness"
@@ -18,15 +17,6 @@ func setReady(obj *etcdv1beta2.EtcdBackup) {
 }
 
 func backupVerdict(conds []metav1.Condition) readiness.Verdict {
-	complete := meta.FindStatusCondition(conds, etcdv1beta2.BackupConditionComplete)
-	failed := meta.FindStatusCondition(conds, etcdv1beta2.BackupConditionFailed)
-	switch {
-	case complete != nil && complete.Status == metav1.ConditionTrue:
-		return readiness.Verdict{State: readiness.Ready, Reason: complete.Reason, Message: complete.Message}
-	case failed != nil && failed.Status == metav1.ConditionTrue:
-		return readiness.Verdict{State: readiness.Stalled, Reason: failed.Reason, Message: failed.Message}
-	case complete != nil:
-		return readiness.Verdict{State: readiness.Reconciling, Reason: complete.Reason, Message: complete.Message}
-	}
-	return readiness.Verdict{State: readiness.Reconciling, Reason: string(etcdv1beta2.BackupPhasePending), Message: "the backup has not run yet"}
+	return readiness.OfOutcome(conds, etcdv1beta2.BackupConditionComplete, etcdv1beta2.BackupConditionFailed,
+		readiness.Verdict{State: readiness.Reconciling, Reason: string(etcdv1beta2.BackupPhasePending), Message: "the backup has not run yet"})
 }

@@ -1,7 +1,6 @@
 package etcdrestore
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/readiness"
@@ -16,15 +15,6 @@ func setReady(rs *etcdv1beta2.EtcdRestore) {
 }
 
 func restoreVerdict(conds []metav1.Condition) readiness.Verdict {
-	complete := meta.FindStatusCondition(conds, etcdv1beta2.RestoreConditionComplete)
-	failed := meta.FindStatusCondition(conds, etcdv1beta2.RestoreConditionFailed)
-	switch {
-	case complete != nil && complete.Status == metav1.ConditionTrue:
-		return readiness.Verdict{State: readiness.Ready, Reason: complete.Reason, Message: complete.Message}
-	case failed != nil && failed.Status == metav1.ConditionTrue:
-		return readiness.Verdict{State: readiness.Stalled, Reason: failed.Reason, Message: failed.Message}
-	case complete != nil:
-		return readiness.Verdict{State: readiness.Reconciling, Reason: complete.Reason, Message: complete.Message}
-	}
-	return readiness.Verdict{State: readiness.Reconciling, Reason: etcdv1beta2.ReasonRestoring, Message: "the restore has not started"}
+	return readiness.OfOutcome(conds, etcdv1beta2.RestoreConditionComplete, etcdv1beta2.RestoreConditionFailed,
+		readiness.Verdict{State: readiness.Reconciling, Reason: etcdv1beta2.ReasonRestoring, Message: "the restore has not started"})
 }
