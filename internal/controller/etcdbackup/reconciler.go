@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -49,6 +50,9 @@ type Reconciler struct {
 	// DefaultRetryBackoff.
 	RetryBackoff time.Duration
 
+	// APIReader reads an EtcdBackup around the cache before a backup starts (SetupWithManager
+	// sets it).
+	APIReader client.Reader
 	// Pool runs the backups outside the reconcile workers; nil: SetupWithManager makes one
 	// from the options.
 	Pool *workpool.Pool
@@ -66,6 +70,9 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 // SetupWithManager registers r and its worker pool with the manager; a backup that finishes
 // in the pool triggers a pass, which records it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	if r.Pool == nil {
 		r.Pool = workpool.New("backup", r.Options.MaxConcurrentBackups, r.Options.MaxConcurrentBackupsPerNamespace,
 			func() client.Object { return &etcdv1beta2.EtcdBackup{} })
@@ -129,14 +136,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	case done != nil:
 		return r.record(obj, done)
 	}
-	periodic := obj.Spec.IsPeriodic()
-	if !periodic && obj.IsFinished() {
-		return ctrl.Result{}, nil
+	if wait, err := r.due(ctx, obj); wait != 0 || err != nil {
+		return ctrl.Result{RequeueAfter: max(0, wait)}, err
 	}
+	base = obj.DeepCopy() // due may have read obj live
 	now := r.now()
-	if wait := r.untilDue(obj, now); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
 	snap := obj.DeepCopy()
 	r.Pool.Submit(req.NamespacedName, string(obj.UID), func(ctx context.Context) (any, error) { return r.backup(ctx, snap) })
 	obj.Status.StartTime = &metav1.Time{Time: now}
@@ -159,6 +163,28 @@ func (r *Reconciler) record(obj *etcdv1beta2.EtcdBackup, done *workpool.Outcome)
 		return ctrl.Result{RequeueAfter: r.untilDue(obj, r.now())}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// due returns 0 when a backup of obj is to start now, -1 when none is (a finished one-shot
+// backup), or how long until the next one is due. A backup that looks due in the cache is
+// checked against the object read live, so that a pass on a copy that missed this
+// controller's own last status patch never starts a backup again that just finished; obj is
+// then that live copy.
+func (r *Reconciler) due(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (time.Duration, error) {
+	for _, read := range []bool{false, true} {
+		if read {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return 0, fmt.Errorf("reading EtcdBackup %s: %w", klog.KObj(obj), err)
+			}
+		}
+		if !obj.Spec.IsPeriodic() && obj.IsFinished() {
+			return -1, nil
+		}
+		if wait := r.untilDue(obj, r.now()); wait > 0 {
+			return wait, nil
+		}
+	}
+	return 0, nil
 }
 
 // untilDue returns how long until the next attempt is due, or 0 when it is due now. Stateless:
