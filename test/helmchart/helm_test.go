@@ -47,9 +47,10 @@ func helm(t *testing.T) string {
 // runHelm runs helm with args (and KUBECONFIG=kubeconfig if set) and returns its output.
 func runHelm(t *testing.T, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
+	bin := helm(t) // a cold build of helm takes minutes: not on the command's clock
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, helm(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	if kubeconfig != "" {
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
