@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,27 +29,40 @@ type fault struct {
 	name      string
 	valueSize int
 	cluster   func(c *etcdv1beta2.EtcdCluster)
-	// inject returns the size the cluster must have once healed.
-	inject func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32
+	inject    func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected
+}
+
+// injected is what a kind's inject tells runFault.
+type injected struct {
+	// size is the size the cluster must have once healed.
+	size int32
+	// over, when set, is when the fault ended as the kind itself saw it: heal counts from then,
+	// and runFault does not wait for status to show the cluster short of its size. Kinds that
+	// leave every member up (a backup, NOSPACE) or whose fault the operator cannot see while
+	// it lasts (a drain evicts the operator too) observe the fault themselves and wait for
+	// their own sign of recovery (a verified backup, the alarm cleared, the membership whole).
+	over time.Time
+	// note is a detail of the run for the results (where a kill landed, a backup's attempts).
+	note string
 }
 
 var faults = []fault{
-	{name: "member-pod-killed", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+	{name: "member-pod-killed", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		pods := memberPods(t, f, ns)
 		forceDelete(t, f, ns, pods[rng.IntN(len(pods))].Name)
-		return 3
+		return injected{size: 3}
 	}},
-	{name: "leader-killed-during-scale-up", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+	{name: "leader-killed-during-scale-up", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		resize(t, f, ns, 5)
 		waitMembers(t, f, ns, 4)
 		forceDelete(t, f, ns, leader(t, f, ns))
-		return 5
+		return injected{size: 5}
 	}},
-	{name: "operator-killed-mid-scale", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+	{name: "operator-killed-mid-scale", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		resize(t, f, ns, 5)
 		time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond) //nolint:forbidigo // a seeded point inside the scale-up
 		killOperator(t, f, "etcd-operator")
-		return 5
+		return injected{size: 5}
 	}},
 	{name: "majority-killed-with-volumes", valueSize: 256,
 		cluster: func(c *etcdv1beta2.EtcdCluster) {
@@ -58,7 +71,7 @@ var faults = []fault{
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
 			}}
 		},
-		inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) int32 {
+		inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 			pods := memberPods(t, f, ns)
 			keep := rng.IntN(len(pods))
 			for i, p := range pods {
@@ -66,18 +79,32 @@ var faults = []fault{
 					forceDelete(t, f, ns, p.Name)
 				}
 			}
-			return 3
+			return injected{size: 3}
 		}},
+}
+
+// pending are kinds written but not yet seen passing on the local cluster: TestChaos runs
+// them only with CHAOS_PENDING=1, so that CI's smoke run cannot flake on them. A kind moves to
+// faults once it has passed (docs/reliability.md, "Not covered yet").
+var pending = []fault{
+	{name: "node-drained", valueSize: 256, inject: nodeDrained},
+	{name: "backup-operator-killed-mid-backup", valueSize: 256, inject: backupOperatorKilled},
+	{name: "member-killed-during-snapshot", valueSize: 256, inject: memberKilledDuringSnapshot},
+	{name: "nospace-under-load", valueSize: 256, cluster: withQuota, inject: noSpaceUnderLoad},
 }
 
 // TestChaos runs every fault kind CHAOS_RUNS times (default 1, the smoke run), each with a
 // seed derived from CHAOS_SEED (default: the time), printed so that a run can be repeated with
-// CHAOS_SEED=<seed> CHAOS_RUNS=1 -run 'TestChaos/<kind>'.
+// CHAOS_SEED=<seed> CHAOS_RUNS=1 -run 'TestChaos/<kind>'. CHAOS_PENDING=1 adds the pending kinds.
 func TestChaos(t *testing.T) {
 	runs := envInt("CHAOS_RUNS", 1)
 	base := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1_000_000_007))) //nolint:gosec // envInt returns a positive int
 	f := framework.Global(t)
-	for _, fk := range faults {
+	kinds := faults
+	if os.Getenv("CHAOS_PENDING") == "1" {
+		kinds = append(slices.Clone(faults), pending...)
+	}
+	for _, fk := range kinds {
 		for run := range runs {
 			seed := base + uint64(run)*7919
 			t.Run(fmt.Sprintf("%s/seed-%d", fk.name, seed), func(t *testing.T) {
@@ -91,6 +118,18 @@ func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
 	t.Logf("CHAOS kind=%s seed=%d (repeat: CHAOS_SEED=%d CHAOS_RUNS=1 hack/chaos.sh -run 'TestChaos/%s')", fk.name, seed, seed, fk.name)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	ns := f.CreateNamespace(t, "chaos-"+fk.name)
+	// Recorded however the run ends, a failure during the injection included.
+	r := result{Kind: fk.name, Seed: seed}
+	defer func() {
+		if t.Skipped() { // no object stores configured: nothing ran
+			return
+		}
+		r.Survived = !t.Failed()
+		recordResult(t, r)
+		if t.Failed() {
+			keepLogs(t, f, ns, fk.name, seed)
+		}
+	}()
 	c := newCluster(ns, "c")
 	if fk.cluster != nil {
 		fk.cluster(c)
@@ -99,33 +138,33 @@ func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
 	f.WaitClusterAvailable(t, ns, "c", 3, availableAfter)
 	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "c"))
 	l := startLoad(cli, fk.valueSize, seed)
+	// Stops the load when the run fails before the checker (finish is idempotent).
+	defer l.finish()
 	time.Sleep(time.Duration(2000+rng.IntN(3000)) * time.Millisecond) //nolint:forbidigo // seeded load before the fault
 	start := time.Now()
-	size := fk.inject(t, f, ns, rng)
-	r := result{Kind: fk.name, Seed: seed}
-	defer func() {
-		r.Survived = !t.Failed()
-		recordResult(t, r)
-		if t.Failed() {
-			keepLogs(t, f, ns, fk.name, seed)
-		}
-	}()
-	// Heal is measured from the fault to Available again, after the operator saw the cluster
-	// short of its size (else a stale status would count as healed at once).
-	framework.Eventually(t, time.Minute, "the fault seen in status", func(ctx context.Context) (bool, error) {
-		c, err := f.GetCluster(ctx, ns, "c")
-		if err != nil {
-			return false, err
-		}
-		return c.Status.ReadyMembers < size, fmt.Errorf("status still shows %d ready members", c.Status.ReadyMembers)
-	})
+	inj := fk.inject(t, f, ns, rng)
+	size := inj.size
+	r.Note = inj.note
+	if inj.over.IsZero() {
+		// Heal is measured from the fault to Available again, after the operator saw the
+		// cluster short of its size (else a stale status would count as healed at once).
+		framework.Eventually(t, time.Minute, "the fault seen in status", func(ctx context.Context) (bool, error) {
+			c, err := f.GetCluster(ctx, ns, "c")
+			if err != nil {
+				return false, err
+			}
+			return c.Status.ReadyMembers < size, fmt.Errorf("status still shows %d ready members", c.Status.ReadyMembers)
+		})
+	} else {
+		start = inj.over
+	}
 	f.WaitClusterAvailable(t, ns, "c", size, healTimeout)
 	r.Heal = time.Since(start)
 	time.Sleep(3 * time.Second) //nolint:forbidigo // the load goes on a moment on the healed cluster
 	l.finish()
 	r.Lost = check(t, f, ns, "c", size, l)
 	r.Acked, r.Failed, r.ReadsBack = len(l.acked), l.failed, l.readsBack
-	t.Logf("CHAOS RESULT kind=%s seed=%d acked=%d failed=%d lost=%d readsBackwards=%d heal=%s", fk.name, seed, r.Acked, r.Failed, r.Lost, r.ReadsBack, r.Heal.Round(100*time.Millisecond))
+	t.Logf("CHAOS RESULT kind=%s seed=%d acked=%d failed=%d lost=%d readsBackwards=%d heal=%s note=%q", fk.name, seed, r.Acked, r.Failed, r.Lost, r.ReadsBack, r.Heal.Round(100*time.Millisecond), r.Note)
 	if r.Lost > 0 || r.Acked == 0 {
 		t.Fatalf("%d of %d acknowledged writes lost", r.Lost, r.Acked)
 	}
@@ -211,9 +250,9 @@ func killOperator(t *testing.T, f *framework.Framework, deployment string) {
 }
 
 // keepLogs writes the namespace's objects and events and the operators' logs under
-// .cache/chaos/<kind>-<seed>/ for a failed run.
+// $CACHE_DIR/chaos/<kind>-<seed>/ for a failed run.
 func keepLogs(t *testing.T, f *framework.Framework, ns, kind string, seed uint64) {
-	dir := filepath.Join(f.RootDir, ".cache", "chaos", fmt.Sprintf("%s-%d", kind, seed))
+	dir := filepath.Join(chaosDir(f), fmt.Sprintf("%s-%d", kind, seed))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Logf("keeping logs: %v", err)
 		return
@@ -232,5 +271,5 @@ func keepLogs(t *testing.T, f *framework.Framework, ns, kind string, seed uint64
 	for _, d := range framework.OperatorDeployments {
 		save(d+".log", "-n", framework.OperatorNamespace, "logs", "deployment/"+d, "--all-containers", "--tail=2000")
 	}
-	t.Logf("logs of the failed run kept in %s", strings.TrimPrefix(dir, f.RootDir+"/"))
+	t.Logf("logs of the failed run kept in %s", dir)
 }

@@ -43,6 +43,7 @@ type load struct {
 	cli       *clientv3.Client
 	value     []byte
 	stop      chan struct{}
+	stopOnce  sync.Once
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	acked     map[string]string
@@ -115,8 +116,9 @@ func startLoad(cli *clientv3.Client, valueSize int, seed uint64) *load {
 	return l
 }
 
+// finish stops the load and waits for its goroutines; calling it again does nothing.
 func (l *load) finish() {
-	close(l.stop)
+	l.stopOnce.Do(func() { close(l.stop) })
 	l.wg.Wait()
 }
 
@@ -133,9 +135,18 @@ type result struct {
 	Note      string        `json:"note,omitempty"`
 }
 
-// recordResult appends r to .cache/chaos/results.jsonl for the report.
+// chaosDir is $CACHE_DIR/chaos, where hack/chaos.sh reads the results from (CACHE_DIR defaults
+// to <repo>/.cache, as in hack/lib.sh).
+func chaosDir(f *framework.Framework) string {
+	if d := os.Getenv("CACHE_DIR"); d != "" {
+		return filepath.Join(d, "chaos")
+	}
+	return filepath.Join(f.RootDir, ".cache", "chaos")
+}
+
+// recordResult appends r to $CACHE_DIR/chaos/results.jsonl for the report.
 func recordResult(t *testing.T, r result) {
-	dir := filepath.Join(framework.Global(t).RootDir, ".cache", "chaos")
+	dir := chaosDir(framework.Global(t))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Logf("recording the result: %v", err)
 		return
