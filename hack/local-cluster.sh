@@ -8,6 +8,10 @@
 #                                  paths it created, and nothing else (hack/local-cluster/
 #                                  teardown.sh; hack/local-cluster/selftest.sh tests that).
 #   hack/local-cluster.sh status   what runs, and the node.
+#   hack/local-cluster.sh kill NAME...
+#                                  SIGKILL the named components (e.g. kube-apiserver, kubelet,
+#                                  containerd) as a crash would; `up` starts them again. The
+#                                  chaos suite's control-plane and node faults (test/chaos).
 #
 # Components (all host processes, PIDs under $LC_DIR/pids): etcd for the apiserver, kube-apiserver,
 # kube-controller-manager (hostPath provisioner + default StorageClass), kube-scheduler,
@@ -494,6 +498,19 @@ status() {
   return $rc
 }
 
+# crash NAME...: SIGKILL each named component that runs (no shutdown: a crash). Its state stays;
+# its stale PID file is dropped by the next pid_of, and `up` starts it again.
+crash() {
+  local c pid
+  for c in "$@"; do
+    printf '%s\n' "${COMPONENTS[@]}" | grep -qxF -- "$c" || die "unknown component $c (one of: ${COMPONENTS[*]})"
+    pid="$(pid_of "$c")" || { log "$c is not running"; continue; }
+    log "killing $c (pid $pid)"
+    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+  done
+}
+
 # One up or down at a time on this machine (two engineers, or two terminals).
 lock() {
   exec 9>/run/etcd-operator-local.lock
@@ -504,8 +521,9 @@ case "${1:-}" in
   up) lock && up ;;
   down) lock && down ;;
   status) status ;;
+  kill) shift && lock && crash "$@" ;;
   *)
-    echo "usage: $0 up|down|status" >&2
+    echo "usage: $0 up|down|status|kill NAME..." >&2
     exit 2
     ;;
 esac

@@ -9,6 +9,9 @@
 #   down    stop the servers (by PID) and wipe their state
 #   status  show which servers run
 #   env     print the env file (`eval "$(hack/objstores.sh env)"`)
+#   kill NAME...  SIGKILL the named servers (minio, fake-gcs, azurite) as a crash would, keeping
+#           their state: the next `up` starts them again on it (the chaos suite's object store
+#           faults; a server started any other way starts with fresh state)
 #   versions  print the pinned server versions
 # Binaries live under $CACHE_DIR/objstores keyed by version; server state under
 # $CACHE_DIR/objstores/data, wiped on `down` and recreated when a server is started.
@@ -126,7 +129,12 @@ start() {
     log "port $port is taken by a process this script did not start; refusing to start $name"
     return 1
   fi
-  rm -rf "${DATA_DIR:?}/$name"
+  if [ -f "$RUN_DIR/$name.crashed" ]; then
+    log "$name was killed by '$0 kill': starting it again on its state"
+    rm -f "$RUN_DIR/$name.crashed"
+  else
+    rm -rf "${DATA_DIR:?}/$name"
+  fi
   mkdir -p "$DATA_DIR/$name" "$RUN_DIR"
   # Not a process-group leader here, so setsid execs in place and $! is the server's PID.
   # 8>&-: the server must not inherit (and so hold) the up/down lock.
@@ -210,6 +218,25 @@ down() {
   rm -f "$ENV_FILE"
 }
 
+# crash <name>: SIGKILL the server (no shutdown, like a crash) and mark its state to be kept.
+crash() {
+  local name="$1" pid
+  case "$name" in minio | fake-gcs | azurite) ;; *)
+    log "unknown server $name (minio, fake-gcs, azurite)"
+    return 2
+    ;;
+  esac
+  running "$name" || { log "$name is not running"; return 1; }
+  pid="$(pid_of "$name")"
+  touch "$RUN_DIR/$name.crashed"
+  kill -KILL "$pid"
+  for _ in $(seq 1 40); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.25
+  done
+  log "killed $name (pid $pid); its state is kept for the next up"
+}
+
 status() {
   local name rc=0
   for name in minio fake-gcs azurite; do
@@ -233,6 +260,11 @@ lock() {
 case "${1:-}" in
 up) lock && up ;;
 down) lock && down ;;
+kill)
+  shift
+  lock
+  for name in "$@"; do crash "$name" || exit $?; done
+  ;;
 status) status ;;
 versions)
   echo "MinIO $MINIO_VERSION, fake-gcs-server $FAKE_GCS_VERSION, Azurite $AZURITE_VERSION"
@@ -242,7 +274,7 @@ env)
   cat "$ENV_FILE"
   ;;
 *)
-  echo "usage: $0 up|down|status|env|versions" >&2
+  echo "usage: $0 up|down|status|env|versions|kill NAME..." >&2
   exit 2
   ;;
 esac

@@ -31,7 +31,7 @@ if [ "$mode" = all ]; then
   log "e2e on the local cluster"
   rc=0
   hack/e2e.sh || rc=$?
-  log "chaos smoke: one run of each fault kind (make test-chaos runs five)"
+  log "chaos smoke: one run of each smoke fault kind (make test-chaos runs every kind five times)"
   CHAOS_RUNS=1 hack/chaos.sh || rc=$?
   exit $rc
 fi

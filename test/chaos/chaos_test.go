@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -28,8 +27,11 @@ import (
 type fault struct {
 	name      string
 	valueSize int
-	cluster   func(c *etcdv1beta2.EtcdCluster)
-	inject    func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected
+	// smoke puts the kind in the smoke run CI does (hack/test.sh): kinds whose run takes about
+	// a minute or less; `make test-chaos` (CHAOS_ALL=1) runs every kind.
+	smoke   bool
+	cluster func(c *etcdv1beta2.EtcdCluster)
+	inject  func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected
 }
 
 // injected is what a kind's inject tells runFault.
@@ -47,30 +49,25 @@ type injected struct {
 }
 
 var faults = []fault{
-	{name: "member-pod-killed", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	{name: "member-pod-killed", valueSize: 256, smoke: true, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		pods := memberPods(t, f, ns)
 		forceDelete(t, f, ns, pods[rng.IntN(len(pods))].Name)
 		return injected{size: 3}
 	}},
-	{name: "leader-killed-during-scale-up", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	{name: "leader-killed-during-scale-up", valueSize: 256, smoke: true, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		resize(t, f, ns, 5)
 		waitMembers(t, f, ns, 4)
 		forceDelete(t, f, ns, leader(t, f, ns))
 		return injected{size: 5}
 	}},
-	{name: "operator-killed-mid-scale", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	{name: "operator-killed-mid-scale", valueSize: 256, smoke: true, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		resize(t, f, ns, 5)
 		time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond) //nolint:forbidigo // a seeded point inside the scale-up
 		killOperator(t, f, "etcd-operator")
 		return injected{size: 5}
 	}},
-	{name: "majority-killed-with-volumes", valueSize: 256,
-		cluster: func(c *etcdv1beta2.EtcdCluster) {
-			c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-			}}
-		},
+	{name: "majority-killed-with-volumes", valueSize: 256, smoke: true,
+		cluster: withVolumes,
 		inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 			pods := memberPods(t, f, ns)
 			keep := rng.IntN(len(pods))
@@ -81,30 +78,34 @@ var faults = []fault{
 			}
 			return injected{size: 3}
 		}},
-}
-
-// pending are kinds written but not yet seen passing on the local cluster: TestChaos runs
-// them only with CHAOS_PENDING=1, so that CI's smoke run cannot flake on them. A kind moves to
-// faults once it has passed (docs/reliability.md, "Not covered yet").
-var pending = []fault{
 	{name: "node-drained", valueSize: 256, inject: nodeDrained},
 	{name: "backup-operator-killed-mid-backup", valueSize: 256, inject: backupOperatorKilled},
 	{name: "member-killed-during-snapshot", valueSize: 256, inject: memberKilledDuringSnapshot},
-	{name: "nospace-under-load", valueSize: 256, cluster: withQuota, inject: noSpaceUnderLoad},
+	{name: "nospace-under-load", valueSize: 256, smoke: true, cluster: withQuota, inject: noSpaceUnderLoad},
+	{name: "operator-killed-after-member-add", valueSize: 256, inject: operatorKilledAfterMemberAdd},
+	{name: "operator-killed-before-promote", valueSize: 256, smoke: true, inject: operatorKilledBeforePromote},
+	{name: "operator-killed-after-member-remove", valueSize: 256, inject: operatorKilledAfterMemberRemove},
+	{name: "operator-killed-mid-upgrade", valueSize: 256, smoke: true, cluster: withVersion, inject: operatorKilledMidUpgrade},
+	{name: "object-store-killed-mid-backup", valueSize: 256, inject: objectStoreKilledMidBackup},
+	{name: "object-store-stalled-mid-backup", valueSize: 256, inject: objectStoreStalledMidBackup},
+	{name: "member-network-cut", valueSize: 256, smoke: true, inject: memberNetworkCut},
+	{name: "apiserver-restarted", valueSize: 256, inject: apiServerRestarted},
+	{name: "kubelet-containerd-restarted", valueSize: 256, smoke: true, cluster: withVolumes, inject: kubeletContainerdRestarted},
 }
 
 // TestChaos runs every fault kind CHAOS_RUNS times (default 1, the smoke run), each with a
 // seed derived from CHAOS_SEED (default: the time), printed so that a run can be repeated with
-// CHAOS_SEED=<seed> CHAOS_RUNS=1 -run 'TestChaos/<kind>'. CHAOS_PENDING=1 adds the pending kinds.
+// CHAOS_SEED=<seed> CHAOS_RUNS=1 -run 'TestChaos/<kind>'. Without CHAOS_ALL=1 only the smoke
+// kinds run.
 func TestChaos(t *testing.T) {
 	runs := envInt("CHAOS_RUNS", 1)
 	base := uint64(envInt("CHAOS_SEED", int(time.Now().UnixNano()%1_000_000_007))) //nolint:gosec // envInt returns a positive int
 	f := framework.Global(t)
-	kinds := faults
-	if os.Getenv("CHAOS_PENDING") == "1" {
-		kinds = append(slices.Clone(faults), pending...)
-	}
-	for _, fk := range kinds {
+	all := os.Getenv("CHAOS_ALL") == "1"
+	for _, fk := range faults {
+		if !fk.smoke && !all {
+			continue
+		}
 		for run := range runs {
 			seed := base + uint64(run)*7919
 			t.Run(fmt.Sprintf("%s/seed-%d", fk.name, seed), func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestChaos(t *testing.T) {
 }
 
 func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
-	t.Logf("CHAOS kind=%s seed=%d (repeat: CHAOS_SEED=%d CHAOS_RUNS=1 hack/chaos.sh -run 'TestChaos/%s')", fk.name, seed, seed, fk.name)
+	t.Logf("CHAOS kind=%s seed=%d (repeat: CHAOS_ALL=1 CHAOS_SEED=%d CHAOS_RUNS=1 hack/chaos.sh -run 'TestChaos/%s')", fk.name, seed, seed, fk.name)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	ns := f.CreateNamespace(t, "chaos-"+fk.name)
 	// Recorded however the run ends, a failure during the injection included.
@@ -168,6 +169,14 @@ func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
 	if r.Lost > 0 || r.Acked == 0 {
 		t.Fatalf("%d of %d acknowledged writes lost", r.Lost, r.Acked)
 	}
+}
+
+// withVolumes gives the members PersistentVolumeClaims.
+func withVolumes(c *etcdv1beta2.EtcdCluster) {
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+	}}
 }
 
 func envInt(name string, def int) int {
@@ -239,14 +248,18 @@ func leader(t *testing.T, f *framework.Framework, ns string) string {
 // another, which must finish whatever was under way.
 func killOperator(t *testing.T, f *framework.Framework, deployment string) {
 	t.Helper()
+	killOperatorNow(t, f, deployment)
+	f.WaitForDeploymentAvailable(t, framework.OperatorNamespace, deployment, 3*time.Minute)
+}
+
+// operatorPods lists the pods of an operator Deployment.
+func operatorPods(t *testing.T, f *framework.Framework, deployment string) []corev1.Pod {
+	t.Helper()
 	pods := &corev1.PodList{}
 	if err := f.Client.List(t.Context(), pods, client.InNamespace(framework.OperatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": deployment}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pods.Items {
-		forceDelete(t, f, framework.OperatorNamespace, p.Name)
-	}
-	f.WaitForDeploymentAvailable(t, framework.OperatorNamespace, deployment, 3*time.Minute)
+	return pods.Items
 }
 
 // keepLogs writes the namespace's objects and events and the operators' logs under

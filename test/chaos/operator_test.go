@@ -1,0 +1,189 @@
+//go:build e2e && chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// The etcd versions of the upgrade kind: the 3.5 release hack/images.sh builds for upgrade
+// tests, and the default.
+const (
+	upgradeFrom = "3.5.35"
+	upgradeTo   = etcdv1beta2.DefaultEtcdVersion
+)
+
+// operatorKilledAfterMemberAdd arms the etcd operator's failpoint after-member-add
+// (ETCD_OPERATOR_FAILPOINT: the process exits right after MemberAddAsLearner, before the new
+// member's pod exists) and scales 3 -> 5. Each member add kills the operator once; the
+// restarted operator (still armed) must find the member without a pod, create the pod and
+// promote it, and never add a member twice. Heal counts from the first exit.
+func operatorKilledAfterMemberAdd(t *testing.T, f *framework.Framework, ns string, _ *rand.Rand) injected {
+	armFailpoint(t, f, "after-member-add")
+	before := operatorRestarts(t, f)
+	resize(t, f, ns, 5)
+	killed := waitOperatorExit(t, f, before)
+	t.Logf("fault: the etcd operator exited at after-member-add")
+	waitHealed(t, f, ns, 5)
+	return injected{size: 5, over: killed, note: fmt.Sprintf("the operator exited %d times at after-member-add", operatorRestarts(t, f)-before)}
+}
+
+// operatorKilledAfterMemberRemove arms the failpoint after-member-remove (the process exits
+// right after MemberRemove, before the member's pod is deleted) and kills a seeded member's
+// pod (emptyDir: its data is gone). The operator removes the dead member and exits; the
+// restarted operator must add the replacement, with no stray or zombie member.
+func operatorKilledAfterMemberRemove(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	armFailpoint(t, f, "after-member-remove")
+	before := operatorRestarts(t, f)
+	pods := memberPods(t, f, ns)
+	forceDelete(t, f, ns, pods[rng.IntN(len(pods))].Name)
+	killed := waitOperatorExit(t, f, before)
+	t.Logf("fault: the etcd operator exited at after-member-remove")
+	waitHealed(t, f, ns, 3)
+	return injected{size: 3, over: killed, note: fmt.Sprintf("the operator exited %d times at after-member-remove", operatorRestarts(t, f)-before)}
+}
+
+// operatorKilledBeforePromote scales 3 -> 5 and kills the etcd operator's pod as soon as a
+// learner's pod exists: after the pod was created, before the learner was promoted (a learner
+// takes seconds to catch up, so the kill lands there). The next operator promotes it.
+func operatorKilledBeforePromote(t *testing.T, f *framework.Framework, ns string, _ *rand.Rand) injected {
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "c"))
+	resize(t, f, ns, 5)
+	var learner string
+	framework.Eventually(t, 3*time.Minute, "a learner with a pod", func(ctx context.Context) (bool, error) {
+		ml, err := cli.MemberList(ctx)
+		if err != nil {
+			return false, err
+		}
+		pods := listMembers(f, ns)
+		for _, m := range ml.Members {
+			if m.IsLearner && slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == m.Name }) {
+				learner = m.Name
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no learner with a pod yet")
+	})
+	killOperatorNow(t, f, "etcd-operator")
+	killed := time.Now()
+	where := "after the pod of learner " + learner + " was created, before its promotion"
+	if !isLearner(t, cli, learner) {
+		where = "after learner " + learner + " was promoted (the kill came late)"
+	}
+	t.Logf("fault: the etcd operator killed %s", where)
+	f.WaitForDeploymentAvailable(t, framework.OperatorNamespace, "etcd-operator", 3*time.Minute)
+	waitHealed(t, f, ns, 5)
+	return injected{size: 5, over: killed, note: "killed " + where}
+}
+
+// operatorKilledMidUpgrade upgrades a 3.5 cluster to 3.6 and kills the etcd operator's pod once
+// the first member's pod runs the new image. The next operator must finish the rolling upgrade,
+// one member at a time: every member on the new version, none lost.
+func operatorKilledMidUpgrade(t *testing.T, f *framework.Framework, ns string, _ *rand.Rand) injected {
+	c, err := f.GetCluster(t.Context(), ns, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.DeepCopy()
+	c.Spec.Version = upgradeTo
+	if err := f.Client.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	framework.Eventually(t, 3*time.Minute, "a member pod on "+upgradeTo, func(context.Context) (bool, error) {
+		for _, p := range listMembers(f, ns) {
+			if p.Spec.Containers[0].Image == framework.EtcdImage(upgradeTo) {
+				first = p.Name
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no member pod on %s yet", upgradeTo)
+	})
+	killOperatorNow(t, f, "etcd-operator")
+	killed := time.Now()
+	t.Logf("fault: the etcd operator killed once %s ran %s", first, upgradeTo)
+	f.WaitForDeploymentAvailable(t, framework.OperatorNamespace, "etcd-operator", 3*time.Minute)
+	framework.Eventually(t, healTimeout, "every member on "+upgradeTo, func(ctx context.Context) (bool, error) {
+		c, err := f.GetCluster(ctx, ns, "c")
+		if err != nil {
+			return false, err
+		}
+		var old []string
+		for _, p := range listMembers(f, ns) {
+			if p.Spec.Containers[0].Image != framework.EtcdImage(upgradeTo) {
+				old = append(old, p.Name)
+			}
+		}
+		return len(old) == 0 && c.Status.CurrentVersion == upgradeTo, fmt.Errorf("status.currentVersion %q, pods not on %s: %v", c.Status.CurrentVersion, upgradeTo, old)
+	})
+	waitHealed(t, f, ns, 3)
+	return injected{size: 3, over: killed, note: fmt.Sprintf("killed once %s ran %s; upgrade finished %s after the kill", first, upgradeTo, time.Since(killed).Round(100*time.Millisecond))}
+}
+
+// withVersion makes the cluster at the upgrade kind's old version.
+func withVersion(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = upgradeFrom }
+
+// armFailpoint sets ETCD_OPERATOR_FAILPOINT on the etcd operator (a rollout) and disarms it
+// when the run ends, whatever happens to it.
+func armFailpoint(t *testing.T, f *framework.Framework, name string) {
+	t.Helper()
+	t.Cleanup(func() { f.SetEtcdOperatorEnv(t, "ETCD_OPERATOR_FAILPOINT-") })
+	f.SetEtcdOperatorEnv(t, "ETCD_OPERATOR_FAILPOINT="+name)
+}
+
+func operatorRestarts(t *testing.T, f *framework.Framework) int32 {
+	t.Helper()
+	n, err := f.OperatorRestarts(t.Context(), "etcd-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitOperatorExit waits until the etcd operator's container restarted once more than before
+// (it reached its armed failpoint) and returns when that was seen.
+func waitOperatorExit(t *testing.T, f *framework.Framework, before int32) time.Time {
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, "the etcd operator to exit at its failpoint", func(ctx context.Context) (bool, error) {
+		n, err := f.OperatorRestarts(ctx, "etcd-operator")
+		if err != nil {
+			return false, err
+		}
+		return n > before, fmt.Errorf("restarts %d", n)
+	})
+	return time.Now()
+}
+
+// killOperatorNow force-deletes the pods of an operator Deployment and returns at once.
+func killOperatorNow(t *testing.T, f *framework.Framework, deployment string) {
+	t.Helper()
+	for _, p := range operatorPods(t, f, deployment) {
+		forceDelete(t, f, framework.OperatorNamespace, p.Name)
+	}
+}
+
+func isLearner(t *testing.T, cli *clientv3.Client, name string) bool {
+	t.Helper()
+	ml, err := cli.MemberList(t.Context())
+	if err != nil {
+		t.Fatalf("member list: %v", err)
+	}
+	for _, m := range ml.Members {
+		if m.Name == name {
+			return m.IsLearner
+		}
+	}
+	return false
+}
