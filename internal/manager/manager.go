@@ -107,6 +107,9 @@ func restConfig(path string) (*rest.Config, error) {
 // blocks until ctx is cancelled.
 func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ...SetupFunc) error {
 	scheme := NewScheme()
+	if err := waitForAPIServer(ctx, cfg, ctrl.Log.WithName(opts.Binary), apiServerWait, apiServerPoll); err != nil {
+		return err
+	}
 	if opts.CreateCRD {
 		if err := InstallCRDs(ctx, cfg, scheme); err != nil {
 			return err
