@@ -84,6 +84,7 @@ var faults = []fault{
 	{name: "nospace-under-load", valueSize: 256, smoke: true, cluster: withQuota, inject: noSpaceUnderLoad},
 	{name: "operator-killed-after-member-add", valueSize: 256, inject: operatorKilledAfterMemberAdd},
 	{name: "operator-killed-before-promote", valueSize: 256, smoke: true, inject: operatorKilledBeforePromote},
+	{name: "operator-killed-after-promote", valueSize: 256, inject: operatorKilledAfterPromote},
 	{name: "operator-killed-after-member-remove", valueSize: 256, inject: operatorKilledAfterMemberRemove},
 	{name: "operator-killed-mid-upgrade", valueSize: 256, smoke: true, cluster: withVersion, inject: operatorKilledMidUpgrade},
 	{name: "restore-operator-killed-mid-restore", valueSize: 256, inject: restoreOperatorKilled},

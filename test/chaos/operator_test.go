@@ -40,6 +40,19 @@ func operatorKilledAfterMemberAdd(t *testing.T, f *framework.Framework, ns strin
 	return injected{size: 5, over: killed, note: fmt.Sprintf("the operator exited %d times at after-member-add", operatorRestarts(t, f)-before)}
 }
 
+// operatorKilledAfterPromote arms the failpoint after-promote (the process exits right after
+// MemberPromote, before the promotion is recorded) and scales 3 -> 5: each promotion kills
+// the operator once. The restarted operator must take the voter as it is and go on.
+func operatorKilledAfterPromote(t *testing.T, f *framework.Framework, ns string, _ *rand.Rand) injected {
+	armFailpoint(t, f, "after-promote")
+	before := operatorRestarts(t, f)
+	resize(t, f, ns, 5)
+	killed := waitOperatorExit(t, f, before)
+	t.Logf("fault: the etcd operator exited at after-promote")
+	waitHealed(t, f, ns, 5)
+	return injected{size: 5, over: killed, note: fmt.Sprintf("the operator exited %d times at after-promote", operatorRestarts(t, f)-before)}
+}
+
 // operatorKilledAfterMemberRemove arms the failpoint after-member-remove (the process exits
 // right after MemberRemove, before the member's pod is deleted) and kills a seeded member's
 // pod (emptyDir: its data is gone). The operator removes the dead member and exits; the

@@ -14,6 +14,9 @@ const (
 	FailpointAfterMemberAdd = "after-member-add"
 	// FailpointAfterMemberRemove fires after MemberRemove, before the member's pod is deleted.
 	FailpointAfterMemberRemove = "after-member-remove"
+	// FailpointAfterPromote fires after MemberPromote, before the promotion is recorded (event,
+	// metric, status).
+	FailpointAfterPromote = "after-promote"
 )
 
 // envFailpoint returns the failpoint function of the process: if ETCD_OPERATOR_FAILPOINT

@@ -88,6 +88,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 			}
 			return ctrl.Result{}, fmt.Errorf("promoting %s of %s: %w", act.Pod, klog.KObj(c), err)
 		}
+		r.Failpoint(FailpointAfterPromote)
 	case cluster.ActionRemoveMember:
 		err := obs.etcd.Remove(ctx, act.MemberID)
 		if errors.Is(err, cluster.ErrNotReadyForChange) {
