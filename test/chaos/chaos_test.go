@@ -95,6 +95,17 @@ var faults = []fault{
 	{name: "kubelet-containerd-restarted", valueSize: 256, smoke: true, cluster: withVolumes, inject: kubeletContainerdRestarted},
 }
 
+// regressions are runs that found a bug, kept with their seed (docs/reliability.md, "Found by
+// the suite"): TestChaos runs each beside its kind's runs. A seed repeats a run's choices (which
+// member, which point, how long), not the timing of a busy machine.
+var regressions = []struct {
+	kind string
+	seed uint64
+}{
+	{"leader-killed-during-scale-up", 686021983}, // a learner's pod named the killed leader
+	{"apiserver-restarted", 1002},                // operators exited while the API server was down
+}
+
 // TestChaos runs every fault kind CHAOS_RUNS times (default 1, the smoke run), each with a
 // seed derived from CHAOS_SEED (default: the time), printed so that a run can be repeated with
 // CHAOS_SEED=<seed> CHAOS_RUNS=1 -run 'TestChaos/<kind>'. Without CHAOS_ALL=1 only the smoke
@@ -113,6 +124,13 @@ func TestChaos(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/seed-%d", fk.name, seed), func(t *testing.T) {
 				runFault(t, f, fk, seed)
 			})
+		}
+		for _, r := range regressions {
+			if r.kind == fk.name {
+				t.Run(fmt.Sprintf("%s/regression-seed-%d", fk.name, r.seed), func(t *testing.T) {
+					runFault(t, f, fk, r.seed)
+				})
+			}
 		}
 	}
 }
