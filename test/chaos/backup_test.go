@@ -95,21 +95,27 @@ func memberKilledDuringSnapshot(t *testing.T, f *framework.Framework, ns string,
 		where, b.Status.Size>>20, streamTook(t, f, ns, b, seen), podOf(b.Status.Member), b.Status.Attempts, time.Since(killed).Round(100*time.Millisecond))}
 }
 
-// startBackup fills the cluster with fillValues big values, then creates the one-shot
+// startBackup fills cluster c with fillValues big values, then creates the one-shot
 // EtcdBackup "b" of it to key of a new MinIO bucket, and returns the bucket.
 func startBackup(t *testing.T, f *framework.Framework, ns, key string, pathType etcdv1beta2.BackupPathType) *framework.Bucket {
 	t.Helper()
+	return startBackupOf(t, f, ns, "c", "b", key, pathType)
+}
+
+// startBackupOf is startBackup of another cluster, into the one-shot EtcdBackup named backup.
+func startBackupOf(t *testing.T, f *framework.Framework, ns, cluster, backup, key string, pathType etcdv1beta2.BackupPathType) *framework.Bucket {
+	t.Helper()
 	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
 	bucket.CreateSecret(t, f, ns, "aws")
-	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "c"))
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, cluster))
 	start := time.Now()
 	value := strings.Repeat("v", fillValueSize)
 	framework.PutKeys(t, cli, 0, fillValues, 1, 4, func(i int) (string, string) { return fmt.Sprintf("/fill/%04d", i), value })
 	t.Logf("wrote %d MiB in %s", fillValues*fillValueSize>>20, time.Since(start).Round(100*time.Millisecond))
 	f.Create(t, &etcdv1beta2.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backup},
 		Spec: etcdv1beta2.BackupSpec{
-			EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "c"},
+			EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: cluster},
 			StorageType:  bucket.Type,
 			BackupSource: bucket.Source(key, "aws"),
 			PathType:     pathType,

@@ -88,6 +88,7 @@ var faults = []fault{
 	{name: "operator-killed-after-member-remove", valueSize: 256, inject: operatorKilledAfterMemberRemove},
 	{name: "operator-killed-mid-upgrade", valueSize: 256, smoke: true, cluster: withVersion, inject: operatorKilledMidUpgrade},
 	{name: "restore-operator-killed-mid-restore", valueSize: 256, inject: restoreOperatorKilled},
+	{name: "restore-operator-killed-mid-in-place-restore", valueSize: 256, inject: restoreOperatorKilledInPlace},
 	{name: "object-store-killed-mid-backup", valueSize: 256, inject: objectStoreKilledMidBackup},
 	{name: "object-store-stalled-mid-backup", valueSize: 256, inject: objectStoreStalledMidBackup},
 	{name: "member-network-cut", valueSize: 256, smoke: true, inject: memberNetworkCut},

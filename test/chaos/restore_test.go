@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -68,4 +69,96 @@ func restoreOperatorKilled(t *testing.T, f *framework.Framework, ns string, rng 
 	f.WaitClusterAvailable(t, ns, "r", 3, time.Minute)
 	return injected{size: 3, over: killed, note: fmt.Sprintf("killed in %s (seeded %s); the restore of %d MiB into r Succeeded %s after the kill, 3 members verified at revision %d",
 		at, want, b.Status.Size>>20, time.Since(killed).Round(100*time.Millisecond), rs.Status.RestoredRevision)}
+}
+
+// The points of an in-place restore a kill can land at, in order.
+const (
+	inPlaceVerifying = "verifying the backup"
+	inPlaceDeleting  = "the old cluster being deleted"
+	inPlaceSeeding   = "the new cluster seeding"
+	inPlaceGrowing   = "the new cluster growing"
+)
+
+var inPlacePoints = []string{inPlaceVerifying, inPlaceDeleting, inPlaceSeeding, inPlaceGrowing}
+
+// restoreOperatorKilledInPlace restores a second cluster, d, in place from its backup while the
+// load runs on c, and kills the restore operator's process from the host (SIGKILL, then its
+// pod) at a seeded point: while the backup is verified, while the old d is being deleted, while
+// the new d seeds, or while it grows. The next operator must finish the restore: d holds exactly
+// the backup's keys and values (key by key, and its keyspace hash), every member verified; c
+// untouched (the checker). Heal counts from the kill to Succeeded.
+func restoreOperatorKilledInPlace(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	d := newCluster(ns, "d")
+	f.Create(t, d)
+	f.WaitClusterAvailable(t, ns, "d", 3, availableAfter)
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "d"))
+	const keys = 2000
+	framework.PutDataset(t, cli, "/data/", 0, keys)
+	wantHash := framework.KeyspaceSHA256(t, cli, "/data/")
+	bucket := startBackupOf(t, f, ns, "d", "bd", "d/etcd.backup", etcdv1beta2.BackupPathKey)
+	b := waitBackupCompleted(t, f, ns, "bd")
+	// Written after the backup: an in-place restore must take d back to the backup, without it.
+	if _, err := cli.Put(t.Context(), "/data/after-backup", "x"); err != nil {
+		t.Fatal(err)
+	}
+	old, err := f.GetCluster(t.Context(), ns, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := inPlacePoints[rng.IntN(len(inPlacePoints))]
+	op := runningPod(t, f, framework.OperatorNamespace, map[string]string{"app.kubernetes.io/name": "restore-operator"})
+	pids := hostPIDs(t, op, "restore-operator")
+	f.Create(t, &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rd"},
+		Spec: etcdv1beta2.RestoreSpec{
+			EtcdCluster:       etcdv1beta2.EtcdClusterRef{Name: "d"},
+			BackupStorageType: bucket.Type,
+			BackupSource:      bucket.Source("d/etcd.backup", "aws"),
+		},
+	})
+	var at string
+	framework.Eventually(t, 3*time.Minute, "the in-place restore at "+want+" or later", func(ctx context.Context) (bool, error) {
+		rs, err := f.GetRestore(ctx, ns, "rd")
+		if err != nil {
+			return false, err
+		}
+		if rs.Status.Phase == etcdv1beta2.RestorePhaseSucceeded || rs.Status.Phase == etcdv1beta2.RestorePhaseFailed {
+			return false, fmt.Errorf("the restore ended (%s) before the kill: %s", rs.Status.Phase, rs.Status.Reason)
+		}
+		cur, err := f.GetCluster(ctx, ns, "d")
+		switch {
+		case rs.Status.Phase == etcdv1beta2.RestorePhaseGrowing:
+			at = inPlaceGrowing
+		case err == nil && cur.UID != old.UID:
+			at = inPlaceSeeding
+		case (err == nil && cur.DeletionTimestamp != nil) || apierrors.IsNotFound(err):
+			at = inPlaceDeleting
+		case err != nil:
+			return false, err
+		case rs.Status.Phase == etcdv1beta2.RestorePhaseVerifying:
+			at = inPlaceVerifying
+		default:
+			return false, fmt.Errorf("phase %q", rs.Status.Phase)
+		}
+		return slices.Index(inPlacePoints, at) >= slices.Index(inPlacePoints, want), fmt.Errorf("at %s", at)
+	})
+	kill(t, pids)
+	killed := time.Now()
+	t.Logf("fault: restore operator %s killed at %s (seeded: %s)", op.Name, at, want)
+	killOperator(t, f, "restore-operator")
+	rs := f.WaitRestoreSucceeded(t, ns, "rd", healTimeout)
+	v := rs.Status.Verification
+	if v == nil || !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision < b.Status.EtcdRevision {
+		t.Fatalf("restore rd: verification %+v, restored revision %d, backup revision %d", v, rs.Status.RestoredRevision, b.Status.EtcdRevision)
+	}
+	f.WaitClusterAvailable(t, ns, "d", 3, time.Minute)
+	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "d"))
+	if n, diffs := framework.CheckDataset(t, cli, "/data/", keys); len(diffs) > 0 {
+		t.Fatalf("restored d: %d keys, differences: %v", n, diffs)
+	}
+	if got := framework.KeyspaceSHA256(t, cli, "/data/"); got != wantHash {
+		t.Fatalf("restored d's keyspace hash differs from the one before the backup")
+	}
+	return injected{size: 3, over: killed, note: fmt.Sprintf("killed at %s (seeded %s); d restored in place (%d MiB) %s after the kill, %d keys checked one by one",
+		at, want, b.Status.Size>>20, time.Since(killed).Round(100*time.Millisecond), keys)}
 }
