@@ -3,9 +3,9 @@
 # fault kinds (CHAOS_ALL=1: every kind) CHAOS_RUNS times (default 1: the smoke run CI does) under
 # a bounded load, each run with a seed it prints. Needs root and the local cluster: some kinds
 # kill its processes (hack/local-cluster.sh kill), MinIO (hack/objstores.sh kill) or cut a
-# member's network with iptables in its pod's network namespace. Results are appended to .cache/chaos/results.jsonl and summed up per kind in
-# .cache/chaos/report.md; a failed run keeps its objects, events and operator logs under
-# .cache/chaos/<kind>-<seed>/.
+# member's network with iptables in its pod's network namespace. Results are appended to
+# .cache/chaos/results.jsonl and summed up per kind in .cache/chaos/report.md; a failed run
+# keeps its objects, events and operator logs under .cache/chaos/<kind>-<seed>/.
 #
 #   hack/chaos.sh                          # smoke: one run of each smoke kind
 #   CHAOS_ALL=1 CHAOS_RUNS=5 hack/chaos.sh # make test-chaos

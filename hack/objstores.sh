@@ -207,7 +207,7 @@ stop() {
     if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
     log "stopped $name (pid $pid)"
   fi
-  rm -f "$RUN_DIR/$name.pid"
+  rm -f "$RUN_DIR/$name.pid" "$RUN_DIR/$name.crashed"
   rm -rf "${DATA_DIR:?}/$name"
 }
 
