@@ -66,6 +66,8 @@ const (
 	// noSpaceHeadroomPercent: the NOSPACE alarm is cleared once every member's file uses less
 	// than this share of the quota (below it, writes have room to go on).
 	noSpaceHeadroomPercent = 90
+	// nearQuotaPercent: see NearQuota.
+	nearQuotaPercent = 80
 	// MinDefragInterval: a member is defragmented for its fragmentation at most this often, so
 	// that a write load that fragments the file as fast as it is compacted does not keep a
 	// member blocked.
@@ -178,4 +180,21 @@ func followerFirst(o Observed, want func(Member) bool) (Member, bool) {
 		return *last, true
 	}
 	return Member{}, false
+}
+
+// NearQuota reports whether a member's database file uses at least nearQuotaPercent of the
+// quota. A NOSPACE alarm changes no object the operator watches, so on a steady cluster it is
+// seen at the next periodic pass; near the quota the controller looks more often, so that an
+// alarm is handled in seconds, not up to a minute later (the chaos kind nospace-under-load
+// measured 53 s once, against 1-2 s when another change happened to trigger a pass).
+func NearQuota(quotaBytes int64, o Observed) bool {
+	if quotaBytes <= 0 {
+		return false
+	}
+	for _, s := range o.Status {
+		if s.DBSize*100 >= int64(nearQuotaPercent)*quotaBytes {
+			return true
+		}
+	}
+	return false
 }

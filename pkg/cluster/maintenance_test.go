@@ -82,3 +82,30 @@ func TestNextMaintenance(t *testing.T) {
 		})
 	}
 }
+
+func TestNearQuota(t *testing.T) {
+	const mib = 1 << 20
+	obs := func(sizes ...int64) Observed {
+		o := Observed{Status: map[uint64]EndpointStatus{}}
+		for i, s := range sizes {
+			o.Status[uint64(i+1)] = EndpointStatus{MemberID: uint64(i + 1), DBSize: s * mib}
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name  string
+		quota int64
+		obs   Observed
+		want  bool
+	}{
+		{"every member well under the quota", 100 * mib, obs(40, 50, 79), false},
+		{"one member at 80% of the quota", 100 * mib, obs(40, 80, 50), true},
+		{"one member over the quota", 64 * mib, obs(70), true},
+		{"no member answered", 100 * mib, obs(), false},
+		{"no quota known", 0, obs(90), false},
+	} {
+		if got := NearQuota(tc.quota, tc.obs); got != tc.want {
+			t.Errorf("%s: NearQuota = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -83,6 +83,12 @@ func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, o
 		c.Status.LastDefragmentationRound = &metav1.Time{Time: now}
 		r.Recorder.Event(c, corev1.EventTypeNormal, "DefragmentationRoundDone", act.Message)
 	}
+	if len(alarms) == 0 && cluster.NearQuota(policy.QuotaBytes, obs.Observed) {
+		// No watch reports a NOSPACE alarm: look again soon while one is close. Once an alarm
+		// is up, the steps above or the steady period pace the passes (a quota too small for
+		// the data itself is not re-checked every few seconds for ever).
+		return act, ctrl.Result{RequeueAfter: requeueEtcdWait}, nil
+	}
 	return act, ctrl.Result{RequeueAfter: requeueSteady}, nil
 }
 
