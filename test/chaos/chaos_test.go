@@ -105,6 +105,7 @@ var regressions = []struct {
 }{
 	{"leader-killed-during-scale-up", 686021983}, // a learner's pod named the killed leader
 	{"apiserver-restarted", 1002},                // operators exited while the API server was down
+	{"nospace-under-load", 26758},                // NOSPACE waited for the steady 60 s pass
 }
 
 // TestChaos runs every fault kind CHAOS_RUNS times (default 1, the smoke run), each with a
