@@ -33,18 +33,7 @@ func apiServerRestarted(t *testing.T, f *framework.Framework, ns string, rng *ra
 	resize(t, f, ns, 5)
 	time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond) //nolint:forbidigo // a seeded point inside the scale-up
 	down := time.Duration(5+rng.IntN(11)) * time.Second
-	restarted := false
-	t.Cleanup(func() { // never leave the shared cluster without its API
-		if !restarted {
-			localCluster(t, "up")
-		}
-	})
-	localCluster(t, "kill", "kube-apiserver")
-	t.Logf("fault: kube-apiserver killed, down for %s", down)
-	time.Sleep(down) //nolint:forbidigo // the seeded outage
-	localCluster(t, "up")
-	restarted = true
-	over := time.Now()
+	over := crashLocal(t, down, "kube-apiserver")
 	waitHealed(t, f, ns, 5)
 	return injected{size: 5, over: over, note: fmt.Sprintf("kube-apiserver down %s during the scale-up", down)}
 }
@@ -54,18 +43,7 @@ func apiServerRestarted(t *testing.T, f *framework.Framework, ns string, rng *ra
 // their shims; the kubelet must find them again, with no member restarted from scratch.
 func kubeletContainerdRestarted(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 	down := time.Duration(5+rng.IntN(11)) * time.Second
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			localCluster(t, "up")
-		}
-	})
-	localCluster(t, "kill", "kubelet", "containerd")
-	t.Logf("fault: kubelet and containerd killed, down for %s", down)
-	time.Sleep(down) //nolint:forbidigo // the seeded outage
-	localCluster(t, "up")
-	restarted = true
-	over := time.Now()
+	over := crashLocal(t, down, "kubelet", "containerd")
 	waitHealed(t, f, ns, 3)
 	return injected{size: 3, over: over, note: fmt.Sprintf("kubelet and containerd down %s", down)}
 }
@@ -173,6 +151,25 @@ func memberNetworkCut(t *testing.T, f *framework.Framework, ns string, rng *rand
 		note = fmt.Sprintf("%s cut for %s, replaced", p.Name, cut)
 	}
 	return injected{size: 3, over: over, note: note}
+}
+
+// crashLocal kills components of the local cluster (hack/local-cluster.sh kill), leaves them
+// down for the given time and starts them again (up), whatever happens to the run: a shared
+// cluster is never left without them. It returns when they were back.
+func crashLocal(t *testing.T, down time.Duration, components ...string) time.Time {
+	t.Helper()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			localCluster(t, "up")
+		}
+	})
+	localCluster(t, append([]string{"kill"}, components...)...)
+	t.Logf("fault: %s killed, down for %s", strings.Join(components, " and "), down)
+	time.Sleep(down) //nolint:forbidigo // the seeded outage
+	localCluster(t, "up")
+	restarted = true
+	return time.Now()
 }
 
 // localCluster runs hack/local-cluster.sh with the test's environment (CACHE_DIR included).

@@ -31,26 +31,14 @@ const (
 // restarted operator (still armed) must find the member without a pod, create the pod and
 // promote it, and never add a member twice. Heal counts from the first exit.
 func operatorKilledAfterMemberAdd(t *testing.T, f *framework.Framework, ns string, _ *rand.Rand) injected {
-	armFailpoint(t, f, "after-member-add")
-	before := operatorRestarts(t, f)
-	resize(t, f, ns, 5)
-	killed := waitOperatorExit(t, f, before)
-	t.Logf("fault: the etcd operator exited at after-member-add")
-	waitHealed(t, f, ns, 5)
-	return injected{size: 5, over: killed, note: fmt.Sprintf("the operator exited %d times at after-member-add", operatorRestarts(t, f)-before)}
+	return failpointDuring(t, f, ns, "after-member-add", 5, func() { resize(t, f, ns, 5) })
 }
 
 // operatorKilledAfterPromote arms the failpoint after-promote (the process exits right after
 // MemberPromote, before the promotion is recorded) and scales 3 -> 5: each promotion kills
 // the operator once. The restarted operator must take the voter as it is and go on.
 func operatorKilledAfterPromote(t *testing.T, f *framework.Framework, ns string, _ *rand.Rand) injected {
-	armFailpoint(t, f, "after-promote")
-	before := operatorRestarts(t, f)
-	resize(t, f, ns, 5)
-	killed := waitOperatorExit(t, f, before)
-	t.Logf("fault: the etcd operator exited at after-promote")
-	waitHealed(t, f, ns, 5)
-	return injected{size: 5, over: killed, note: fmt.Sprintf("the operator exited %d times at after-promote", operatorRestarts(t, f)-before)}
+	return failpointDuring(t, f, ns, "after-promote", 5, func() { resize(t, f, ns, 5) })
 }
 
 // operatorKilledAfterMemberRemove arms the failpoint after-member-remove (the process exits
@@ -58,14 +46,23 @@ func operatorKilledAfterPromote(t *testing.T, f *framework.Framework, ns string,
 // pod (emptyDir: its data is gone). The operator removes the dead member and exits; the
 // restarted operator must add the replacement, with no stray or zombie member.
 func operatorKilledAfterMemberRemove(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
-	armFailpoint(t, f, "after-member-remove")
+	return failpointDuring(t, f, ns, "after-member-remove", 3, func() {
+		pods := memberPods(t, f, ns)
+		forceDelete(t, f, ns, pods[rng.IntN(len(pods))].Name)
+	})
+}
+
+// failpointDuring arms the etcd operator's failpoint, does what makes the operator reach it,
+// waits for the first exit there and for the cluster healed at size. Heal counts from the
+// first exit.
+func failpointDuring(t *testing.T, f *framework.Framework, ns, failpoint string, size int32, do func()) injected {
+	armFailpoint(t, f, failpoint)
 	before := operatorRestarts(t, f)
-	pods := memberPods(t, f, ns)
-	forceDelete(t, f, ns, pods[rng.IntN(len(pods))].Name)
+	do()
 	killed := waitOperatorExit(t, f, before)
-	t.Logf("fault: the etcd operator exited at after-member-remove")
-	waitHealed(t, f, ns, 3)
-	return injected{size: 3, over: killed, note: fmt.Sprintf("the operator exited %d times at after-member-remove", operatorRestarts(t, f)-before)}
+	t.Logf("fault: the etcd operator exited at %s", failpoint)
+	waitHealed(t, f, ns, int(size))
+	return injected{size: size, over: killed, note: fmt.Sprintf("the operator exited %d times at %s", operatorRestarts(t, f)-before, failpoint)}
 }
 
 // operatorKilledBeforePromote scales 3 -> 5 and kills the etcd operator's pod as soon as a

@@ -57,16 +57,7 @@ func restoreOperatorKilled(t *testing.T, f *framework.Framework, ns string, rng 
 		at = rs.Status.Phase
 		return i >= slices.Index(restorePhases, want), fmt.Errorf("phase %q", rs.Status.Phase)
 	})
-	kill(t, pids)
-	killed := time.Now()
-	t.Logf("fault: restore operator %s killed in phase %s (seeded: %s)", op.Name, at, want)
-	killOperator(t, f, "restore-operator")
-	rs := f.WaitRestoreSucceeded(t, ns, "r", healTimeout)
-	v := rs.Status.Verification
-	if v == nil || !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision < b.Status.EtcdRevision {
-		t.Fatalf("restore r: verification %+v, restored revision %d, backup revision %d", v, rs.Status.RestoredRevision, b.Status.EtcdRevision)
-	}
-	f.WaitClusterAvailable(t, ns, "r", 3, time.Minute)
+	killed, rs := killAndFinish(t, f, ns, "r", "r", pids, b, fmt.Sprintf("in phase %s (seeded: %s)", at, want))
 	return injected{size: 3, over: killed, note: fmt.Sprintf("killed in %s (seeded %s); the restore of %d MiB into r Succeeded %s after the kill, 3 members verified at revision %d",
 		at, want, b.Status.Size>>20, time.Since(killed).Round(100*time.Millisecond), rs.Status.RestoredRevision)}
 }
@@ -142,16 +133,7 @@ func restoreOperatorKilledInPlace(t *testing.T, f *framework.Framework, ns strin
 		}
 		return slices.Index(inPlacePoints, at) >= slices.Index(inPlacePoints, want), fmt.Errorf("at %s", at)
 	})
-	kill(t, pids)
-	killed := time.Now()
-	t.Logf("fault: restore operator %s killed at %s (seeded: %s)", op.Name, at, want)
-	killOperator(t, f, "restore-operator")
-	rs := f.WaitRestoreSucceeded(t, ns, "rd", healTimeout)
-	v := rs.Status.Verification
-	if v == nil || !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision < b.Status.EtcdRevision {
-		t.Fatalf("restore rd: verification %+v, restored revision %d, backup revision %d", v, rs.Status.RestoredRevision, b.Status.EtcdRevision)
-	}
-	f.WaitClusterAvailable(t, ns, "d", 3, time.Minute)
+	killed, _ := killAndFinish(t, f, ns, "rd", "d", pids, b, fmt.Sprintf("at %s (seeded: %s)", at, want))
 	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "d"))
 	if n, diffs := framework.CheckDataset(t, cli, "/data/", keys); len(diffs) > 0 {
 		t.Fatalf("restored d: %d keys, differences: %v", n, diffs)
@@ -161,4 +143,22 @@ func restoreOperatorKilledInPlace(t *testing.T, f *framework.Framework, ns strin
 	}
 	return injected{size: 3, over: killed, note: fmt.Sprintf("killed at %s (seeded %s); d restored in place (%d MiB) %s after the kill, %d keys checked one by one",
 		at, want, b.Status.Size>>20, time.Since(killed).Round(100*time.Millisecond), keys)}
+}
+
+// killAndFinish kills the restore operator's processes (then its pod) and waits until the next
+// operator finished EtcdRestore restore of cluster: Succeeded, 3 members verified at a revision
+// at least the backup's, the cluster Available. It returns when the kill was and the restore.
+func killAndFinish(t *testing.T, f *framework.Framework, ns, restore, cluster string, pids []int, b *etcdv1beta2.EtcdBackup, where string) (time.Time, *etcdv1beta2.EtcdRestore) {
+	t.Helper()
+	kill(t, pids)
+	killed := time.Now()
+	t.Logf("fault: restore operator killed %s", where)
+	killOperator(t, f, "restore-operator")
+	rs := f.WaitRestoreSucceeded(t, ns, restore, healTimeout)
+	v := rs.Status.Verification
+	if v == nil || !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision < b.Status.EtcdRevision {
+		t.Fatalf("restore %s: verification %+v, restored revision %d, backup revision %d", restore, v, rs.Status.RestoredRevision, b.Status.EtcdRevision)
+	}
+	f.WaitClusterAvailable(t, ns, cluster, 3, time.Minute)
+	return killed, rs
 }
