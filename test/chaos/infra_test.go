@@ -56,51 +56,56 @@ func kubeletContainerdRestarted(t *testing.T, f *framework.Framework, ns string,
 // MinIO's restart to the backup's completion.
 func objectStoreKilledMidBackup(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 	bind := s3Bind(t)
-	bucket := startBackup(t, f, ns, "c/backup", etcdv1beta2.BackupPathPrefix)
-	_, seen := streamingMember(t, f, ns, "b")
-	time.Sleep(time.Duration(rng.Int64N(int64(killWindow)))) //nolint:forbidigo // a seeded point inside the stream
-	down := time.Duration(3+rng.IntN(8)) * time.Second
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			objStores(t, bind, "up")
-		}
+	return storeFaultMidBackup(t, f, ns, rng, func(sinceStream time.Duration) string {
+		down := time.Duration(3+rng.IntN(8)) * time.Second
+		restarted := false
+		t.Cleanup(func() {
+			if !restarted {
+				objStores(t, bind, "up")
+			}
+		})
+		objStores(t, bind, "kill", "minio") // the script kills first thing, then waits for the process to go
+		t.Logf("fault: MinIO killed %s after the snapshot stream started, down for %s", sinceStream.Round(time.Millisecond), down)
+		time.Sleep(down) //nolint:forbidigo // the seeded outage
+		objStores(t, bind, "up")
+		restarted = true
+		return fmt.Sprintf("MinIO down %s", down)
 	})
-	at := time.Since(seen) // the script kills first thing, then waits for the process to go
-	objStores(t, bind, "kill", "minio")
-	t.Logf("fault: MinIO killed %s after the snapshot stream started, down for %s", at.Round(time.Millisecond), down)
-	time.Sleep(down) //nolint:forbidigo // the seeded outage
-	objStores(t, bind, "up")
-	restarted = true
-	over := time.Now()
-	b := waitBackupCompleted(t, f, ns, "b")
-	verifyBucket(t, bucket, b)
-	return injected{size: 3, over: over, note: fmt.Sprintf("MinIO down %s; the backup (%d MiB) completed after %d attempts, %s after MinIO was back",
-		down, b.Status.Size>>20, b.Status.Attempts, time.Since(over).Round(100*time.Millisecond))}
 }
 
 // objectStoreStalledMidBackup is the same with MinIO stopped (SIGSTOP: connections stay open,
 // nothing answers) for a seeded 10 to 30 s, then continued (SIGCONT).
 func objectStoreStalledMidBackup(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 	pid := minioPID(t, s3Bind(t))
+	return storeFaultMidBackup(t, f, ns, rng, func(sinceStream time.Duration) string {
+		stall := time.Duration(10+rng.IntN(21)) * time.Second
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("stopping MinIO (pid %d): %v", pid, err)
+		}
+		t.Logf("fault: MinIO stopped %s after the snapshot stream started, for %s", sinceStream.Round(time.Millisecond), stall)
+		time.Sleep(stall) //nolint:forbidigo // the seeded stall
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatalf("continuing MinIO (pid %d): %v", pid, err)
+		}
+		return fmt.Sprintf("MinIO stalled %s", stall)
+	})
+}
+
+// storeFaultMidBackup starts a one-shot backup under a prefix, waits until a member streams
+// the snapshot, and at a seeded point of the stream runs fault (an object-store outage that
+// returns once the store is back, with a description). The backup must then complete and the
+// bucket hold only the verified object; heal counts from the end of the outage.
+func storeFaultMidBackup(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand, fault func(sinceStream time.Duration) string) injected {
 	bucket := startBackup(t, f, ns, "c/backup", etcdv1beta2.BackupPathPrefix)
 	_, seen := streamingMember(t, f, ns, "b")
 	time.Sleep(time.Duration(rng.Int64N(int64(killWindow)))) //nolint:forbidigo // a seeded point inside the stream
-	stall := time.Duration(10+rng.IntN(21)) * time.Second
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("stopping MinIO (pid %d): %v", pid, err)
-	}
-	t.Logf("fault: MinIO stopped %s after the snapshot stream started, for %s", time.Since(seen).Round(time.Millisecond), stall)
-	time.Sleep(stall) //nolint:forbidigo // the seeded stall
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatalf("continuing MinIO (pid %d): %v", pid, err)
-	}
+	what := fault(time.Since(seen))
 	over := time.Now()
 	b := waitBackupCompleted(t, f, ns, "b")
 	verifyBucket(t, bucket, b)
-	return injected{size: 3, over: over, note: fmt.Sprintf("MinIO stalled %s; the backup (%d MiB) completed after %d attempts, %s after MinIO went on",
-		stall, b.Status.Size>>20, b.Status.Attempts, time.Since(over).Round(100*time.Millisecond))}
+	return injected{size: 3, over: over, note: fmt.Sprintf("%s; the backup (%d MiB) completed after %d attempts, %s after the store was back",
+		what, b.Status.Size>>20, b.Status.Attempts, time.Since(over).Round(100*time.Millisecond))}
 }
 
 // memberNetworkCut cuts a seeded member off the network for a seeded 15 to 40 s, with iptables
