@@ -53,4 +53,6 @@ fi
 (cd "$mod_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" ./etcd &&
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcdctl" go.etcd.io/etcd/etcdctl/v3 &&
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcdutl" go.etcd.io/etcd/etcdutl/v3)
-"$out/etcd" --version | head -1 >&2
+# Not `| head -1`: under pipefail, head exiting early fails the script with SIGPIPE (141).
+version_line="$("$out/etcd" --version)"
+echo "${version_line%%$'\n'*}" >&2

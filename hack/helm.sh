@@ -127,9 +127,9 @@ lint() {
   grep -q -- '--watch-namespace=team-a,team-b' "$tmp/ns.yaml" || { echo "watchNamespace not rendered" >&2; exit 1; }
   # A namespaced install binds nothing cluster-wide but the TokenReview/SubjectAccessReview rules
   # that --metrics-secure needs (cluster-scoped APIs): bindings named *-metrics-auth only.
-  ! grep -A2 'kind: ClusterRoleBinding' "$tmp/ns.yaml" | grep '^  name:' | grep -qv -- '-metrics-auth$' ||
+  ! grep -A2 'kind: ClusterRoleBinding' "$tmp/ns.yaml" | grep '^  name:' | grep -v -- '-metrics-auth$' >/dev/null ||
     { echo "namespaced install rendered a ClusterRoleBinding other than *-metrics-auth" >&2; exit 1; }
-  ! grep -A12 'name: .*-metrics-auth$' "$tmp/ns.yaml" | grep -q 'resources:.*\(pods\|secrets\|\*\)' ||
+  ! grep -A12 'name: .*-metrics-auth$' "$tmp/ns.yaml" | grep 'resources:.*\(pods\|secrets\|\*\)' >/dev/null ||
     { echo "a *-metrics-auth ClusterRole grants more than token and access reviews" >&2; exit 1; }
   grep -q -- '--create-crd' "$tmp/crd.yaml" || { echo "createCustomResource did not add --create-crd" >&2; exit 1; }
   [ "$(grep -c '^kind: Deployment' "$tmp/only.yaml")" = 1 ] || { echo "disabled operators still rendered" >&2; exit 1; }

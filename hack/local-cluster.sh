@@ -241,7 +241,7 @@ host_setup() {
     ip link add "$LC_BRIDGE" type bridge
   fi
   sysctl -qw "net.ipv6.conf.$LC_BRIDGE.disable_ipv6=1" 2>/dev/null || true
-  ip addr show dev "$LC_BRIDGE" | grep -q "inet $LC_BRIDGE_IP/" ||
+  ip addr show dev "$LC_BRIDGE" | grep "inet $LC_BRIDGE_IP/" >/dev/null ||
     ip addr add "$LC_BRIDGE_IP/${LC_POD_CIDR#*/}" dev "$LC_BRIDGE"
   ip link set "$LC_BRIDGE" up
   forward_guard
@@ -503,7 +503,7 @@ status() {
 crash() {
   local c pid
   for c in "$@"; do
-    printf '%s\n' "${COMPONENTS[@]}" | grep -qxF -- "$c" || die "unknown component $c (one of: ${COMPONENTS[*]})"
+    printf '%s\n' "${COMPONENTS[@]}" | grep -xF -- "$c" >/dev/null || die "unknown component $c (one of: ${COMPONENTS[*]})"
     pid="$(pid_of "$c")" || { log "$c is not running"; continue; }
     log "killing $c (pid $pid)"
     kill -KILL "$pid" 2>/dev/null || true

@@ -106,7 +106,7 @@ running() {
   local pid
   pid="$(pid_of "$1")"
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$DATA_DIR/"
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -F "$DATA_DIR/" >/dev/null
 }
 
 # port_busy <port>: something listens on $BIND:<port> or on a wildcard address with that port.
@@ -176,7 +176,7 @@ EOF
 }
 
 up() {
-  if [ "$BIND" != 127.0.0.1 ] && ! ip -o -4 addr show | awk '{ sub("/.*", "", $4); print $4 }' | grep -qxF "$BIND"; then
+  if [ "$BIND" != 127.0.0.1 ] && ! ip -o -4 addr show | awk '{ sub("/.*", "", $4); print $4 }' | grep -xF "$BIND" >/dev/null; then
     log "no interface has the address $BIND (for the local cluster's bridge: hack/local-cluster.sh up first)"
     return 1
   fi
