@@ -122,6 +122,9 @@ func TestEtcdClusterAdmission(t *testing.T) {
 		{name: "pvc without storage request", manifest: cluster("size: 3\n  pod:\n    persistentVolumeClaimSpec: {accessModes: [ReadWriteOnce]}"), want: "resources.requests.storage is required"},
 		{name: "negative DNS timeout", manifest: cluster("size: 3\n  pod:\n    DNSTimeoutInSecond: -5"), want: "DNSTimeoutInSecond"},
 		{name: "empty repository", manifest: cluster("size: 3\n  repository: \"\""), want: "spec.repository"},
+		{name: "restore bootstrap with members", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r, seedMember: c-0, members: [c-0, c-1, c-2]}}")},
+		{name: "restore members without the seed", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r, seedMember: c-0, members: [c-1, c-2]}}"), want: "members, when set, must include seedMember"},
+		{name: "restore members repeated", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r, seedMember: c-0, members: [c-0, c-0]}}"), want: "Duplicate value"},
 	})
 }
 

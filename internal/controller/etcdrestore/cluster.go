@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,30 +66,31 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	if err != nil {
 		return nil, err
 	}
-	seed, err := r.nextMemberName(ctx, rs.Namespace, name)
+	names, err := r.memberNames(ctx, rs.Namespace, name, tmpl.Spec.Size)
 	if err != nil {
 		return nil, err
 	}
-	c = newCluster(rs, tmpl, name, seed)
+	c = newCluster(rs, tmpl, name, names)
 	if _, replaced := rs.Annotations[AnnotationClusterTemplate]; replaced {
 		// In place: the old cluster is gone, its volumes are retained; record them again in
 		// case the pass that retained them did not get to write the status.
 		if err := r.recordRetained(ctx, rs); err != nil {
 			return nil, err
 		}
-	} else if err := r.preflight(ctx, rs, c, rs.UID, seed); err != nil {
+	} else if err := r.preflight(ctx, rs, c, rs.UID, names); err != nil {
 		return nil, err
 	}
 	if err := r.Create(ctx, c); err != nil {
 		return nil, fmt.Errorf("creating EtcdCluster %s: %w", name, err)
 	}
-	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) to be seeded from the backup by member %s", name, c.Spec.Size, c.Spec.Version, seed)
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) whose members %s are restored from the backup at once", name, c.Spec.Size, c.Spec.Version, strings.Join(names, ", "))
 	return c, nil
 }
 
-// newCluster is the EtcdCluster rs creates from tmpl: the restore bootstrap names rs and the
-// seed member, and the restore-uid annotation ties the cluster to rs.
-func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name, seed string) *etcdv1beta2.EtcdCluster {
+// newCluster is the EtcdCluster rs creates from tmpl: the restore bootstrap names rs, the seed
+// member (names[0]) and every member restored at once (names), and the restore-uid annotation
+// ties the cluster to rs.
+func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names []string) *etcdv1beta2.EtcdCluster {
 	annotations := map[string]string{AnnotationRestoreUID: string(rs.UID)}
 	for k, v := range tmpl.Annotations {
 		if k != AnnotationRestoreUID {
@@ -99,7 +101,7 @@ func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name, seed string) 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, Labels: tmpl.Labels, Annotations: annotations},
 		Spec:       *tmpl.Spec.DeepCopy(),
 	}
-	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: seed}}
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: names[0], Members: names}}
 	if rs.Spec.TTLSecondsAfterFinished != nil && rs.Spec.ClusterTemplate != nil {
 		// A drill's scratch cluster is disposable by declaration: deleting the drill deletes it
 		// even before the TTL. Any other restored cluster outlives its EtcdRestore.
@@ -119,11 +121,11 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 	}
 	if _, saved := rs.Annotations[AnnotationClusterTemplate]; !saved {
 		tmpl := templateOf(c)
-		seed, err := r.nextMemberName(ctx, rs.Namespace, c.Name)
+		names, err := r.memberNames(ctx, rs.Namespace, c.Name, tmpl.Spec.Size)
 		if err != nil {
 			return err
 		}
-		if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, seed), c.UID, seed); err != nil {
+		if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, names), c.UID, names); err != nil {
 			return err
 		}
 		if err := r.saveTemplate(ctx, rs, tmpl); err != nil {

@@ -22,7 +22,7 @@ const noChange = "; no cluster was changed"
 // and that the API server accepts its pod and volume (a server-side dry run: Pod Security,
 // quota, admission webhooks). c is the cluster the restore would create; uid stands in for its
 // UID, which does not exist yet, in the dry run's owner reference.
-func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, uid types.UID, seed string) error {
+func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, uid types.UID, names []string) error {
 	if r.AgentImage == "" {
 		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API"+noChange)
 	}
@@ -38,7 +38,7 @@ func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	}
 	dry := c.DeepCopy()
 	dry.UID = uid
-	return r.dryRunSeed(ctx, rs, dry, seed, src)
+	return r.dryRunSeed(ctx, rs, dry, names, src)
 }
 
 // checkVersion fails when the backup was taken from an etcd of a newer minor release than the
@@ -133,14 +133,16 @@ func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdResto
 	return nil
 }
 
-// dryRunSeed asks the API server to admit, without creating them, the seed volume and pod
-// exactly as the restore would create them.
-func (r *Reconciler) dryRunSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, seed string, src *source) error {
+// dryRunSeed asks the API server to admit, without creating them, the seed member's volume and
+// pod exactly as the restore would create them (the other members' differ only in name). A
+// quota that admits one member but not all is found when they are created.
+func (r *Reconciler) dryRunSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, names []string, src *source) error {
+	seed := names[0]
 	objs := []client.Object{}
 	if pvc := seedPVC(rs, c, seed); pvc != nil {
 		objs = append(objs, pvc)
 	}
-	objs = append(objs, r.seedPod(rs, c, seed, src))
+	objs = append(objs, r.seedPod(rs, c, seed, names, src))
 	for _, obj := range objs {
 		err := r.Create(ctx, obj, client.DryRunAll)
 		switch {

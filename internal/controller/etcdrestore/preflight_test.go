@@ -95,7 +95,7 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 // TestPreflightNeedsAgentImage: without a seed agent image nothing is touched.
 func TestPreflightNeedsAgentImage(t *testing.T) {
 	r := &Reconciler{}
-	err := r.preflight(t.Context(), &etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}, "uid", "c-0")
+	err := r.preflight(t.Context(), &etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}, "uid", []string{"c-0"})
 	re, ok := errors.AsType[*reason.Error](err)
 	if !ok || re.Reason != etcdv1beta2.ReasonPreflightFailed || re.Transient || !strings.HasSuffix(re.Error(), "no cluster was changed") {
 		t.Fatalf("got %v", err)

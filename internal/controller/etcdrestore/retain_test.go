@@ -14,7 +14,7 @@ import (
 
 // TestFailedSeedKeepsVolumesAndSaysHowToRetry: an in-place restore whose seed fails after the
 // old cluster was deleted keeps the old volumes, lists them and says how to retry; the retry
-// replaces the memberless cluster and seeds above every old name.
+// replaces the memberless cluster and restores its members above every old name.
 func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
@@ -34,20 +34,26 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 			t.Fatalf("retained volume prod-%d not kept after the failure: %v", i, err)
 		}
 	}
-	testutil.Eventually(t, testutil.Timeout, "failed seed pod stopped", func() (bool, string) {
-		p, err := getPod(t, ns, "prod-3")
-		return gone(err, p), "still there"
-	})
+	// Every member of the restore was stopped (none had formed a cluster), the failed one too.
+	for _, name := range []string{"prod-3", "prod-4", "prod-5"} {
+		testutil.Eventually(t, testutil.Timeout, "member pod "+name+" stopped", func() (bool, string) {
+			p, err := getPod(t, ns, name)
+			return gone(err, p), "still there"
+		})
+	}
 
 	create(t, s.restore(ns, "retry", "prod", "etcd.backup"))
 	next := playGC(t, ns, "prod", c.UID)
-	if b := next.Spec.Bootstrap.Restore; b.RestoreName != "retry" || b.SeedMember != "prod-4" {
-		t.Fatalf("retry bootstrap %+v, want restore retry seeding prod-4 (above prod-0..3)", b)
+	if b := next.Spec.Bootstrap.Restore; b.RestoreName != "retry" || b.SeedMember != "prod-6" || strings.Join(b.Members, ",") != "prod-6,prod-7,prod-8" {
+		t.Fatalf("retry bootstrap %+v, want restore retry restoring prod-6..8 (above prod-0..5)", b)
 	}
-	seed := waitPod(t, ns, "prod-4")
+	seed := waitPod(t, ns, "prod-6")
 	onlyControlledBy(t, "retry seed", seed, next)
-	// The failed seed's volume was the memberless cluster's: the retry keeps it until verified.
-	if pvc, err := getPVC(t, ns, "prod-3"); err != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[AnnotationRetainedBy] != "retry" {
-		t.Fatalf("volume prod-3 after the retry: %v %+v", err, pvc.ObjectMeta)
+	// The failed restore's volumes were the memberless cluster's: the retry keeps them until
+	// verified.
+	for _, name := range []string{"prod-3", "prod-4", "prod-5"} {
+		if pvc, err := getPVC(t, ns, name); err != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[AnnotationRetainedBy] != "retry" {
+			t.Fatalf("volume %s after the retry: %v %+v", name, err, pvc.ObjectMeta)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package etcdrestore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,58 +14,42 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
-	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// seed makes sure the cluster exists, creates the seed member's pod, and waits until it runs on
-// the restored data; then it records the seed's keyspace hash, the reference every member is
-// checked against later. A pod at the seed's name that this restore did not create is never
-// taken for the seed.
+// seed makes sure the cluster exists and creates the pods of every member restored at once
+// (bootstrap.restore.members): each fetches and verifies the backup and restores it with the
+// shared initial cluster, so the cluster forms with every member holding the data. It waits
+// until a member runs on the restored data, then records that member's keyspace hash, the
+// reference every member is checked against later. A pod at a member's name that this restore
+// did not create is never taken for one of its members.
 func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
 	c, err := r.ensureCluster(ctx, rs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	name := c.Spec.Bootstrap.Restore.SeedMember
-	rs.Status.SeedMember = name
-	pod := &corev1.Pod{}
-	err = r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: name}, pod)
-	if apierrors.IsNotFound(err) {
-		if err := r.createSeed(ctx, rs, c, name); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "seed pod "+name+" is fetching, verifying and restoring the backup")
-		return ctrl.Result{RequeueAfter: requeueWait}, nil
+	names := bootstrapMembers(c)
+	if rs.Status.SeedMember == "" {
+		rs.Status.SeedMember = names[0]
 	}
+	ms, err := r.restoringMembers(ctx, rs, c)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting seed pod %s: %w", name, err)
+		return ctrl.Result{}, err
 	}
-	if !seedOf(pod, rs, c) {
-		return ctrl.Result{}, seedConflict("pod", pod)
-	}
-
-	res, done, waiting := seedResult(pod)
-	switch {
-	case res != nil && res.Outcome == restoreseed.OutcomeFailed:
-		if res.Reason == etcdv1beta2.ReasonStorageUnreachable || res.Reason == etcdv1beta2.ReasonTimeout {
-			r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "seed pod "+name+" retries: "+res.Message)
-			return ctrl.Result{RequeueAfter: requeueBackoff}, nil
-		}
-		// The kubelet would retry forever: stop the pod and say what is left.
-		if err := r.stopSeed(ctx, rs, c, pod); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, reason.Errorf(res.Reason, "seed member %s could not restore the backup: %s", name, res.Message)
-	case !done:
-		msg := "seed pod " + name + " is fetching, verifying and restoring the backup"
-		if waiting != "" {
-			msg += " (" + waiting + ")"
-		}
-		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, msg)
+	if created := ms.created(); len(created) > 0 {
+		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("member pods %s are fetching, verifying and restoring the backup", strings.Join(created, ", ")))
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
-	if res != nil && res.Revision > 0 {
+	if err := r.stopFailed(ctx, rs, c, ms); err != nil {
+		return ctrl.Result{}, err
+	}
+	ref := ms.reference()
+	if ref == nil {
+		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, ms.describe())
+		return ctrl.Result{RequeueAfter: requeueWait}, nil
+	}
+	rs.Status.SeedMember = ref.name
+	if res := ref.res; res != nil && res.Revision > 0 {
 		if rs.Status.BackupRevision > res.Revision {
 			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d", rs.Status.BackupRevision, res.Revision)
 		}
@@ -75,11 +60,10 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		rs.Status.Verification.Revision = res.Revision
 		rs.Status.Verification.SnapshotHash = int64(res.HashKV)
 	}
-	if !podReady(pod) {
-		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "seed member "+name+" restored the backup and is starting etcd")
-		return ctrl.Result{RequeueAfter: requeueWait}, nil
+	if err := ms.sameSnapshot(); err != nil {
+		return ctrl.Result{}, err
 	}
-	return r.checkSeed(ctx, rs, c, name)
+	return r.checkSeed(ctx, rs, c, ref.name)
 }
 
 // checkSeed reads the running seed's keyspace hash and key count at the backup's revision.
@@ -125,7 +109,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 
 // createSeed creates the seed member's volume (if the cluster uses volumes) and pod, controlled
 // by c. An object already at the seed's name is fine only if it is this restore's seed.
-func (r *Reconciler) createSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string) error {
+func (r *Reconciler) createSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string, names []string) error {
 	if r.AgentImage == "" {
 		return reason.Errorf(etcdv1beta2.ReasonSeedFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
 	}
@@ -138,10 +122,10 @@ func (r *Reconciler) createSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 			return err
 		}
 	}
-	if err := r.createOwn(ctx, rs, c, r.seedPod(rs, c, name, src), &corev1.Pod{}, "pod"); err != nil {
+	if err := r.createOwn(ctx, rs, c, r.seedPod(rs, c, name, names, src), &corev1.Pod{}, "pod"); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "SeedCreated", "Created seed member %s to restore %s", name, rs.Status.BackupLocation)
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "SeedCreated", "Created member %s to restore %s into (initial cluster %s)", name, rs.Status.BackupLocation, strings.Join(names, ", "))
 	return nil
 }
 
@@ -182,8 +166,9 @@ func (r *Reconciler) stopSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, 
 	return nil
 }
 
-// stopOwnSeed stops rs's seed pod if it has not come up on the restored data yet (a timed-out
-// restore must not leave it retrying). A seed that runs is a member of the cluster and stays.
+// stopOwnSeed stops the pods of rs's members that have not come up on the restored data yet (a
+// timed-out restore must not leave them retrying). Once a member ran on the restored data the
+// cluster is the etcd operator's, and its members stay.
 func (r *Reconciler) stopOwnSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) error {
 	if rs.Status.SeedMember == "" || isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionSeeded) {
 		return nil
@@ -195,9 +180,17 @@ func (r *Reconciler) stopOwnSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestor
 	if !ours(c, rs) {
 		return nil
 	}
-	pod := &corev1.Pod{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: c.Spec.Bootstrap.Restore.SeedMember}, pod); err != nil {
-		return client.IgnoreNotFound(err)
+	for _, name := range bootstrapMembers(c) {
+		pod := &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: name}, pod); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.stopSeed(ctx, rs, c, pod); err != nil {
+			return err
+		}
 	}
-	return r.stopSeed(ctx, rs, c, pod)
+	return nil
 }

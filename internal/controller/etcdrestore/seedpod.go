@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -56,11 +57,16 @@ func seedPVC(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name strin
 	return pvc
 }
 
-// seedPod is the member pod the etcd operator would make for the cluster's first member, plus
-// the two init containers that restore its data dir from the backup.
-func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string, src *source) *corev1.Pod {
+// seedPod is the pod of member name, one of the members restored at once (names): the member
+// pod the etcd operator would make with all of them as the initial cluster, plus the two init
+// containers that restore its data dir from the backup.
+func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string, names []string, src *source) *corev1.Pod {
 	peer := member.PeerURL(c, name)
-	pod := member.NewPod(c, name, c.Spec.Version, "new", name+"="+peer)
+	initial := make([]string, len(names))
+	for i, n := range names {
+		initial[i] = n + "=" + member.PeerURL(c, n)
+	}
+	pod := member.NewPod(c, name, c.Spec.Version, "new", strings.Join(initial, ","))
 	seedMeta(pod, rs, c)
 	etcd := pod.Spec.Containers[0]
 
@@ -72,7 +78,7 @@ func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdClu
 		"--sha256=" + rs.Status.BackupSHA256,
 		"--data-dir=" + member.DataDir,
 		"--name=" + name,
-		"--initial-cluster=" + name + "=" + peer,
+		"--initial-cluster=" + strings.Join(initial, ","),
 		"--initial-cluster-token=" + string(c.UID),
 		"--initial-advertise-peer-urls=" + peer,
 		"--timeout=" + restoreTimeout(rs.Status.BackupSize).String(),

@@ -22,7 +22,7 @@ func TestSeedPodIsRestricted(t *testing.T) {
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid"}, Spec: etcdv1beta2.ClusterSpec{Size: 3, Version: "3.6.16"}}
 	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "rs-uid"}}
 	src := &source{loc: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "b", Key: "k", Secret: "aws"}}
-	pod := r.seedPod(rs, c, "db-0", src)
+	pod := r.seedPod(rs, c, "db-0", []string{"db-0"}, src)
 	v, err := testutil.RestrictedViolations(pod)
 	if err != nil {
 		t.Fatal(err)

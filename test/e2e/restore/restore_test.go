@@ -38,7 +38,8 @@ const (
 //  3. restores into new names (drills) from S3, GCS and ABS succeed while the original keeps
 //     serving;
 //  4. every member pod and volume is deleted, and the coreos-shaped EtcdRestore brings the cluster
-//     back at size 3 with every key and value, while the restore operator is killed mid-way.
+//     back at size 3 with every key and value, every member restored from the backup at once,
+//     while the restore operator is killed mid-way.
 func TestRestore(t *testing.T) {
 	t.Parallel()
 	f := framework.Global(t)
@@ -177,6 +178,20 @@ func TestRestore(t *testing.T) {
 	}
 	if got := framework.KeyspaceSHA256(t, cli, prefix); got != want {
 		t.Fatal("restored keyspace hash differs from the one before the backup")
+	}
+	// Every member was restored from the backup at once (its pod is the restore's, with the
+	// restore step), none replicated through raft after the seed.
+	pods := &corev1.PodList{}
+	if err := f.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"etcd_cluster": "db"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 3 {
+		t.Fatalf("%d member pods, want 3", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if p.Labels["etcd.database.coreos.com/restore"] != "db" || len(p.Spec.InitContainers) != 2 {
+			t.Errorf("member %s was not restored from the backup by restore db: labels %v, %d init containers", p.Name, p.Labels, len(p.Spec.InitContainers))
+		}
 	}
 	v := rs.Status.Verification
 	if !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision < backup.Status.EtcdRevision {

@@ -115,14 +115,16 @@ type ClusterSpec struct {
 
 // BootstrapSpec says how the first member of a cluster is made.
 type BootstrapSpec struct {
-	// restore marks a cluster whose seed member is made by the restore operator from a backup.
-	// The etcd operator creates no seed of its own: it waits for the seed member named here,
-	// adopts it, then adds members until spec.size.
+	// restore marks a cluster whose members are made by the restore operator from a backup.
+	// The etcd operator creates no seed of its own: it waits until the seed member named here
+	// runs on the restored data, then manages the members like any others (adding members
+	// until spec.size when fewer were restored).
 	// +optional
 	Restore *RestoreBootstrap `json:"restore,omitempty"`
 }
 
 // RestoreBootstrap names the EtcdRestore that seeds a cluster and its seed member.
+// +kubebuilder:validation:XValidation:rule="!has(self.members) || self.seedMember in self.members",message="members, when set, must include seedMember"
 type RestoreBootstrap struct {
 	// restoreName is the name of the EtcdRestore (in the same namespace) that seeds this cluster.
 	// +kubebuilder:validation:MinLength=1
@@ -132,6 +134,17 @@ type RestoreBootstrap struct {
 	// +kubebuilder:validation:MinLength=1
 	// +required
 	SeedMember string `json:"seedMember"`
+	// members are the names of every member the restore operator restores from the backup at
+	// once, seedMember among them: each member's pod fetches and verifies the backup and runs
+	// etcdutl snapshot restore with the same initial cluster, so the cluster forms with every
+	// member holding the data (etcd's own disaster-recovery procedure) instead of replicating
+	// it through raft once per added member. Empty: seedMember alone is restored and the etcd
+	// operator adds the other members (clusters restored before members existed).
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:MinLength=1
+	// +listType=set
+	// +optional
+	Members []string `json:"members,omitempty"`
 }
 
 // PodPolicy is the policy for the etcd member pods the operator creates.
