@@ -139,6 +139,10 @@ test-e2e: ## Run the e2e suite against the local cluster (brings it up and deplo
 bench: ## Run the benchmarks against real servers; results go to bench/results/.
 	hack/bench.sh
 
+.PHONY: bench-cluster
+bench-cluster: ## End-to-end bench on the local cluster: restore RTO and backup against the manual chain, create -> Available (BENCH_SIZES, BENCH_RUNS); results in bench/results/latest.md.
+	hack/bench-cluster.sh
+
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd for envtest (cached) and print KUBEBUILDER_ASSETS.
 	@hack/envtest-assets.sh

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -94,15 +95,27 @@ func (ms memberRestores) created() []string {
 	return out
 }
 
-// reference is the first member that restored the backup and runs ready on it (with a leader),
-// or nil.
+// reference is the first member that restored the backup and runs etcd on it, or nil. It need
+// not be ready yet: its keyspace hash, key count and status are its own store's answers, which
+// need no leader, and waiting for the readiness probe's next period would only add seconds
+// while the other members start.
 func (ms memberRestores) reference() *memberRestore {
 	for _, m := range ms {
-		if m.pod != nil && m.done && m.pod.DeletionTimestamp == nil && podReady(m.pod) {
+		if m.pod != nil && m.done && m.pod.DeletionTimestamp == nil && (podReady(m.pod) || etcdRunning(m.pod)) {
 			return m
 		}
 	}
 	return nil
+}
+
+// etcdRunning reports whether the etcd container of p runs.
+func etcdRunning(p *corev1.Pod) bool {
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == member.ContainerName {
+			return st.State.Running != nil
+		}
+	}
+	return false
 }
 
 // sameSnapshot checks that every member that reported its restore found the same revision and

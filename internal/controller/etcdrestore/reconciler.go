@@ -95,7 +95,8 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 }
 
 // SetupWithManager registers r with the manager: EtcdRestores, the seed pods (by label) and
-// the restored clusters (by their restore bootstrap) trigger passes.
+// the clusters (by their restore bootstrap, and by name: an old cluster going away) trigger
+// passes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
@@ -113,17 +114,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	})
-	byBootstrap := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		c, ok := o.(*etcdv1beta2.EtcdCluster)
-		if ok && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Bootstrap.Restore.RestoreName}}}
-		}
-		return nil
+	byCluster := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.restoresOf(ctx, o)
 	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdRestore{}).
 		Watches(&corev1.Pod{}, byLabel).
-		Watches(&etcdv1beta2.EtcdCluster{}, byBootstrap).
+		Watches(&etcdv1beta2.EtcdCluster{}, byCluster).
 		WatchesRawSource(crsource.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
@@ -131,6 +128,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("setting up the EtcdRestore controller: %w", err)
 	}
 	return nil
+}
+
+// restoresOf maps an EtcdCluster event to the EtcdRestore its restore bootstrap names and to
+// the unfinished EtcdRestores of its name (an in-place restore waits for the old cluster to be
+// deleted: its deletion is what lets it go on, with no requeue delay).
+func (r *Reconciler) restoresOf(ctx context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*etcdv1beta2.EtcdCluster)
+	if !ok {
+		return nil
+	}
+	var reqs []reconcile.Request
+	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Bootstrap.Restore.RestoreName}})
+	}
+	list := &etcdv1beta2.EtcdRestoreList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing EtcdRestores for a cluster event", "cluster", klog.KObj(c))
+		return reqs
+	}
+	for i := range list.Items {
+		if rs := &list.Items[i]; rs.Spec.EtcdCluster.Name == c.Name && !finished(rs) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rs)})
+		}
+	}
+	return reqs
 }
 
 // Reconcile moves one EtcdRestore one step further: verify the backup (in the worker pool), make the cluster, seed

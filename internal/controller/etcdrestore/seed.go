@@ -84,7 +84,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 		st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, 0)
 		if err != nil {
 			r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
-			return ctrl.Result{RequeueAfter: requeueWait}, nil
+			return ctrl.Result{RequeueAfter: requeueStep}, nil
 		}
 		if st.Revision < rs.Status.BackupRevision {
 			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "seed member %s is at revision %d, below the backup's %d", name, st.Revision, rs.Status.BackupRevision)
@@ -94,7 +94,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, rev)
 	if err != nil {
 		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
-		return ctrl.Result{RequeueAfter: requeueWait}, nil
+		return ctrl.Result{RequeueAfter: requeueStep}, nil
 	}
 	v.Revision, v.Hash, v.Keys = rev, int64(st.Hash), st.Keys
 	if v.SnapshotHash != 0 && v.SnapshotHash != v.Hash {

@@ -1,0 +1,283 @@
+//go:build e2e && bench
+
+// Package bench measures the operators end to end on the local cluster, each figure beside the
+// baseline a person would get by hand in the same run (`make bench-cluster`, issue 17):
+//
+//   - restore RTO: an EtcdRestore into a new name and in place, to 3 verified members, against
+//     the manual chain: download the object, `etcdutl snapshot restore`, start one etcd and wait
+//     until it answers (on this host, with the same binaries);
+//   - backup: an EtcdBackup of the 3-member cluster into MinIO (pkg/snapshot), reported beside the
+//     restore figures (no baseline here: bench/backend measures the upload path against the raw
+//     SDKs);
+//   - create -> Available for sizes 3 and 5.
+//
+// Every figure runs BENCH_RUNS times (default 3) and is reported as min and median; the results
+// go to BENCH_OUT (markdown) and BENCH_OUT with .json. Nothing here asserts a time: targets are
+// printed beside the figures, and a missed one is marked.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+const mib = 1 << 20
+
+// TestBench runs every figure; the report is written even when a figure fails.
+func TestBench(t *testing.T) {
+	f := framework.Global(t)
+	rep := &report{Started: time.Now().UTC(), Runs: envInt(t, "BENCH_RUNS", 3)}
+	t.Cleanup(func() { rep.write(t) })
+
+	t.Run("create", func(t *testing.T) { benchCreate(t, f, rep) })
+	for _, size := range envSizes(t, "BENCH_SIZES", "64MiB,256MiB,1GiB") {
+		t.Run(sizeName(size), func(t *testing.T) { benchRestore(t, f, rep, size) })
+	}
+}
+
+// benchCreate times create -> Available (every member ready) for sizes 3 and 5, on volumes.
+func benchCreate(t *testing.T, f *framework.Framework, rep *report) {
+	ns := f.CreateNamespace(t, "bench-create")
+	for _, size := range []int32{3, 5} {
+		var secs []float64
+		for i := range rep.Runs {
+			name := fmt.Sprintf("c%d-%d", size, i)
+			start := time.Now()
+			f.Create(t, pvcCluster(ns, name, size, 256*mib))
+			f.WaitClusterAvailable(t, ns, name, size, 5*time.Minute)
+			secs = append(secs, time.Since(start).Seconds())
+			deleteCluster(t, f, ns, name)
+		}
+		target := ""
+		if size == 3 {
+			target = "< 10 s"
+		}
+		rep.add(figure{Name: fmt.Sprintf("create -> Available, size %d with volumes", size), Seconds: secs, Target: target, TargetSeconds: map[bool]float64{true: 10}[size == 3]})
+	}
+}
+
+// benchRestore fills a 3-member cluster with size bytes of 1 MiB values, backs it up, and times
+// the manual chain, restores into a new name and restores in place.
+func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64) {
+	stores := framework.ObjectStores(t)
+	ns := f.CreateNamespace(t, "bench-restore")
+	label := sizeName(size)
+	src := pvcCluster(ns, "src", 3, 2*size+512*mib)
+	quota := resource.NewQuantity(max(2<<30, 2*size+256*mib), resource.BinarySI)
+	src.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{QuotaBackendBytes: quota}
+	f.Create(t, src)
+	f.WaitClusterAvailable(t, ns, "src", 3, 5*time.Minute)
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "src"))
+	keys := int(size / mib)
+	value := strings.Repeat("v", mib-64)
+	start := time.Now()
+	framework.PutKeys(t, cli, 0, keys, 1, 4, func(i int) (string, string) { return framework.DatasetKey("/bench/", i), value })
+	t.Logf("%s: wrote %d values of 1 MiB in %s", label, keys, time.Since(start).Round(time.Millisecond))
+
+	bucket := stores.NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
+	bucket.CreateSecret(t, f, ns, "aws")
+	var backupSecs []float64
+	var backupName string
+	for i := range rep.Runs {
+		backupName = fmt.Sprintf("b-%d", i)
+		f.Create(t, &etcdv1beta2.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backupName},
+			Spec: etcdv1beta2.BackupSpec{
+				EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "src"},
+				StorageType:  etcdv1beta2.BackupStorageTypeS3,
+				BackupSource: bucket.Source(fmt.Sprintf("src/%d.backup", i), "aws"),
+			},
+		})
+		b := f.WaitBackupCompleted(t, ns, backupName, 15*time.Minute)
+		backupSecs = append(backupSecs, b.Status.Duration.Seconds())
+		t.Logf("%s: backup %d: %d bytes in %s", label, i, b.Status.Size, b.Status.Duration.Duration)
+	}
+	rep.add(figure{Name: "backup (EtcdBackup, 3-member cluster, into MinIO)", Size: label, Seconds: backupSecs})
+	object := fmt.Sprintf("src/%d.backup", rep.Runs-1)
+
+	manual := "manual chain: download + etcdutl snapshot restore + start one etcd"
+	var manualSecs []float64
+	for i := range rep.Runs {
+		manualSecs = append(manualSecs, manualChain(t, bucket, object, i))
+	}
+	rep.add(figure{Name: manual, Size: label, Seconds: manualSecs})
+
+	var newSecs, inPlaceSecs []float64
+	for i := range rep.Runs {
+		name := fmt.Sprintf("new-%d", i)
+		f.Create(t, &etcdv1beta2.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: etcdv1beta2.RestoreSpec{
+				EtcdCluster:             etcdv1beta2.EtcdClusterRef{Name: name},
+				ClusterTemplate:         &etcdv1beta2.EtcdClusterRef{Name: "src"},
+				BackupRef:               &etcdv1beta2.LocalObjectReference{Name: backupName},
+				TTLSecondsAfterFinished: ptr.To[int32](1),
+			},
+		})
+		rs := f.WaitRestoreSucceeded(t, ns, name, 20*time.Minute)
+		checkVerified(t, rs, keys)
+		newSecs = append(newSecs, rs.Status.Duration.Seconds())
+		t.Logf("%s: restore into %s: %s", label, name, rs.Status.Duration.Duration)
+		waitGone(t, f, ns, name)
+	}
+	rep.add(figure{Name: "restore into a new name, 3 verified members", Size: label, Seconds: newSecs, Baseline: manual, Target: "<= 1.5x the manual chain", TargetRatio: 1.5})
+	for i := range rep.Runs {
+		name := fmt.Sprintf("in-place-%d", i)
+		f.Create(t, &etcdv1beta2.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       etcdv1beta2.RestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "src"}, BackupRef: &etcdv1beta2.LocalObjectReference{Name: backupName}},
+		})
+		rs := f.WaitRestoreSucceeded(t, ns, name, 20*time.Minute)
+		checkVerified(t, rs, keys)
+		inPlaceSecs = append(inPlaceSecs, rs.Status.Duration.Seconds())
+		t.Logf("%s: restore in place (%s): %s", label, name, rs.Status.Duration.Duration)
+	}
+	rep.add(figure{Name: "restore in place, 3 verified members", Size: label, Seconds: inPlaceSecs, Baseline: manual})
+}
+
+// manualChain is what a person types with the etcd binaries on a machine that reaches the
+// store: download the object, restore it into a data dir, start one etcd on it and wait until
+// it serves a linearizable read. It returns the seconds from the download's start.
+func manualChain(t *testing.T, bucket *framework.Bucket, object string, run int) float64 {
+	bin := os.Getenv("BENCH_ETCD_BIN")
+	if bin == "" {
+		t.Fatal("BENCH_ETCD_BIN (the directory with etcd and etcdutl) is not set: run make bench-cluster")
+	}
+	dir := t.TempDir()
+	peer, clientURL := "http://"+freeAddr(t), "http://"+freeAddr(t)
+	start := time.Now()
+	bucket.Download(t, object, filepath.Join(dir, "snap.db"))
+	restore := exec.CommandContext(t.Context(), filepath.Join(bin, "etcdutl"), "snapshot", "restore", filepath.Join(dir, "snap.db"),
+		"--data-dir", filepath.Join(dir, "data"), "--name", "m", "--initial-cluster", "m="+peer, "--initial-advertise-peer-urls", peer)
+	if out, err := restore.CombinedOutput(); err != nil {
+		t.Fatalf("etcdutl snapshot restore: %v: %s", err, out)
+	}
+	etcd := exec.Command(filepath.Join(bin, "etcd"), "--name", "m", "--data-dir", filepath.Join(dir, "data"),
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "m="+peer,
+		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL, "--log-level", "error")
+	etcd.Stdout, etcd.Stderr = os.Stderr, os.Stderr
+	if err := etcd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = etcd.Process.Kill(); _ = etcd.Wait() }()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	framework.Eventually(t, 5*time.Minute, "the manually restored etcd answers", func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := cli.Get(ctx, "/bench/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil, err
+	})
+	secs := time.Since(start).Seconds()
+	t.Logf("manual chain %d: %.1f s", run, secs)
+	return secs
+}
+
+func checkVerified(t *testing.T, rs *etcdv1beta2.EtcdRestore, keys int) {
+	t.Helper()
+	if v := rs.Status.Verification; v == nil || !v.Passed || v.MembersVerified != 3 || v.Keys < int64(keys) {
+		t.Fatalf("restore %s: verification %+v, want 3 members with %d keys", rs.Name, v, keys)
+	}
+}
+
+func pvcCluster(ns, name string, size int32, storage int64) *etcdv1beta2.EtcdCluster {
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: etcdv1beta2.ClusterSpec{Size: size}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(storage, resource.BinarySI)}},
+	}}
+	return c
+}
+
+func deleteCluster(t *testing.T, f *framework.Framework, ns, name string) {
+	t.Helper()
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := f.Client.Delete(t.Context(), c); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, f, ns, name)
+}
+
+// waitGone waits until cluster name and its member pods are gone, so the next run has the
+// node to itself.
+func waitGone(t *testing.T, f *framework.Framework, ns, name string) {
+	t.Helper()
+	framework.Eventually(t, 3*time.Minute, "cluster "+name+" and its pods gone", func(ctx context.Context) (bool, error) {
+		if _, err := f.GetCluster(ctx, ns, name); client.IgnoreNotFound(err) != nil || err == nil {
+			return false, fmt.Errorf("cluster still there: %v", err)
+		}
+		pods := &corev1.PodList{}
+		if err := f.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"etcd_cluster": name}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, fmt.Errorf("%d pods left", len(pods.Items))
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// envSizes parses a comma-separated list of sizes like 64MiB,1GiB.
+func envSizes(t *testing.T, name, def string) []int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		v = def
+	}
+	var out []int64
+	for _, s := range strings.Split(v, ",") {
+		q, err := resource.ParseQuantity(strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "b")))
+		if err != nil || q.Value() < mib {
+			t.Fatalf("%s: size %q: want e.g. 64MiB or 1GiB", name, s)
+		}
+		out = append(out, q.Value())
+	}
+	return out
+}
+
+func sizeName(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}

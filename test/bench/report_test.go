@@ -1,0 +1,116 @@
+//go:build e2e && bench
+
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// figure is one measured quantity over the runs, with its baseline and target.
+type figure struct {
+	Name    string    `json:"name"`
+	Size    string    `json:"size,omitempty"` // the database size, for figures that depend on it
+	Seconds []float64 `json:"seconds"`
+	// Baseline names the figure (same Size) this one is compared with, as median/median.
+	Baseline string `json:"baseline,omitempty"`
+	// Target is the issue's target in words; TargetRatio (to the baseline) or TargetSeconds
+	// make it checkable.
+	Target        string  `json:"target,omitempty"`
+	TargetRatio   float64 `json:"targetRatio,omitempty"`
+	TargetSeconds float64 `json:"targetSeconds,omitempty"`
+	// Computed by write.
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Ratio  float64 `json:"ratio,omitempty"`
+	Met    *bool   `json:"met,omitempty"`
+}
+
+// report collects the figures of one run of the bench.
+type report struct {
+	mu      sync.Mutex
+	Started time.Time `json:"started"`
+	Commit  string    `json:"commit"`
+	Machine string    `json:"machine"`
+	Runs    int       `json:"runs"`
+	Figures []*figure `json:"figures"`
+}
+
+func (r *report) add(f figure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Figures = append(r.Figures, &f)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// write computes min, median, ratios and targets and writes BENCH_OUT (markdown) and its .json.
+func (r *report) write(t *testing.T) {
+	out := os.Getenv("BENCH_OUT")
+	if out == "" {
+		t.Log("BENCH_OUT not set: results not written")
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		r.Commit = strings.TrimSpace(string(c))
+	}
+	r.Machine = fmt.Sprintf("%d cores, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	by := map[string]*figure{}
+	for _, f := range r.Figures {
+		by[f.Size+"|"+f.Name] = f
+		f.Min, f.Median = slices.Min(f.Seconds), median(f.Seconds)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# End-to-end bench on the local cluster\n\n")
+	fmt.Fprintf(&b, "- Date: %s; commit %s; %s; %d runs per figure (min and median)\n", r.Started.Format("2006-01-02 15:04 UTC"), r.Commit, r.Machine, r.Runs)
+	fmt.Fprintf(&b, "- Command: `make bench-cluster` (BENCH_SIZES, BENCH_RUNS); every figure beside its baseline from the same run\n\n")
+	fmt.Fprintf(&b, "| size | figure | min s | median s | baseline median s | ratio | target | met |\n|---|---|---|---|---|---|---|---|\n")
+	for _, f := range r.Figures {
+		base, ratio := "", ""
+		if bf := by[f.Size+"|"+f.Baseline]; bf != nil && bf.Median > 0 {
+			f.Ratio = f.Median / bf.Median
+			base, ratio = fmt.Sprintf("%.1f", bf.Median), fmt.Sprintf("%.2fx", f.Ratio)
+		}
+		met := ""
+		switch {
+		case f.TargetRatio > 0 && f.Ratio > 0:
+			ok := f.Ratio <= f.TargetRatio
+			f.Met = &ok
+		case f.TargetSeconds > 0:
+			ok := f.Median < f.TargetSeconds
+			f.Met = &ok
+		}
+		if f.Met != nil {
+			met = map[bool]string{true: "yes", false: "**no**"}[*f.Met]
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %s | %s | %s | %s |\n", f.Size, f.Name, f.Min, f.Median, base, ratio, f.Target, met)
+	}
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		t.Errorf("writing %s: %v", out, err)
+	}
+	raw, _ := json.MarshalIndent(r, "", "  ")
+	if err := os.WriteFile(strings.TrimSuffix(out, ".md")+".json", raw, 0o644); err != nil {
+		t.Errorf("writing the JSON results: %v", err)
+	}
+	t.Logf("results in %s", out)
+}
