@@ -72,6 +72,26 @@ type Desired struct {
 	PVC bool
 	// SeedMember is set when the restore operator makes the seed member (bootstrap.restore).
 	SeedMember string
+	// RestoredMembers are the members the restore operator restores from the backup at once
+	// (bootstrap.restore.members, SeedMember among them); empty: the seed alone.
+	RestoredMembers []string
+}
+
+// AllAnswer reports whether every member named answers without errors (names empty: true).
+func (o Observed) AllAnswer(names []string) bool {
+	return o.answering(names) == len(names)
+}
+
+func (o Observed) answering(names []string) int {
+	n := 0
+	for _, m := range o.Members {
+		for _, name := range names {
+			if m.Name == name && o.Healthy(m.ID) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // ActionKind is the kind of the next step.
@@ -151,6 +171,12 @@ func next(d Desired, o Observed) Action {
 	if d.SeedMember != "" && !o.Formed {
 		// The restore operator makes the seed, pod and volume; this operator only waits
 		// until it answers and its cluster ID is recorded.
+		if o.Reachable && !o.AllAnswer(d.RestoredMembers) {
+			// The cluster is not taken over (nor its members judged) before every member restored
+			// from the backup runs: one that is still starting is not a lost member.
+			return Action{Kind: ActionWait, Pod: d.SeedMember, Message: fmt.Sprintf("%d of the %d members restored from the backup answer (%s): recording the cluster ID once every one does",
+				o.answering(d.RestoredMembers), len(d.RestoredMembers), strings.Join(d.RestoredMembers, ", "))}
+		}
 		if o.Reachable {
 			return Action{Kind: ActionWait, Pod: d.SeedMember, Message: "seed member " + d.SeedMember + " answers: recording its cluster ID before any other step"}
 		}

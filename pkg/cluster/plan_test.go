@@ -143,6 +143,22 @@ func TestNext(t *testing.T) {
 			}(), ActionWait, "c-0"},
 		{"restore bootstrap: formed, seed pod gone: recreate on its volume", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-0"},
 			Observed{Formed: true, PVCs: map[string]bool{"c-0": true}}, ActionRecreatePod, "c-0"},
+		// Every member restored at once (issue 17): nothing is judged before all of them run;
+		// one still starting is not a lost member.
+		{"restore bootstrap, all members at once: two of three up: wait, no quorum loss", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}},
+			func() Observed {
+				o := newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "down", "pvc").o
+				o.Formed, o.RecordedClusterID = false, 0
+				return o
+			}(), ActionWait, "c-0"},
+		{"restore bootstrap, all members at once: all up: record the cluster ID first", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}},
+			func() Observed {
+				o := newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").o
+				o.Formed, o.RecordedClusterID = false, 0
+				return o
+			}(), ActionWait, "c-0"},
+		{"restore bootstrap, all members at once: formed: steady", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}},
+			newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").o, ActionNone, ""},
 		// Ownership (item 1): foreign names are reserved.
 		{"new cluster next to an old incarnation's pods: seed above their names", d(3), Observed{ReservedNames: map[string]bool{"c-0": true, "c-1": true, "c-4": true}}, ActionCreateSeed, "c-5"},
 		{"grow next to a retained volume: skip its name", d(3), newWorld().member(0, "leader").reserve("c-1").o, ActionAddMember, "c-2"},

@@ -223,6 +223,7 @@ func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.
 	d.PVC = c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil
 	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
 		d.SeedMember = c.Spec.Bootstrap.Restore.SeedMember
+		d.RestoredMembers = c.Spec.Bootstrap.Restore.Members
 	}
 	return d
 }

@@ -32,8 +32,10 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 		// Another cluster's members answer: describe none of them as this cluster's.
 		return
 	}
-	if st.ClusterID == "" && obs.Linearizable {
-		// Recorded once, from a verified list; from then on every change needs it to match.
+	if st.ClusterID == "" && obs.Linearizable && obs.AllAnswer(restoredMembers(c)) {
+		// Recorded once, from a verified list; from then on every change needs it to match. A
+		// cluster restored with all its members at once is recorded once every one of them
+		// runs (cluster.Next waits for that too).
 		st.ClusterID = fmt.Sprintf("%x", obs.ClusterID)
 	}
 	st.Size = int32(len(obs.Members)) //nolint:gosec // a member list, never near 2^31
@@ -223,4 +225,12 @@ func failureReason(err error) string {
 		return etcdv1beta2.ReasonNotOwned
 	}
 	return etcdv1beta2.ReasonReconcileError
+}
+
+// restoredMembers are the members a restore brings back from the backup at once, or nil.
+func restoredMembers(c *etcdv1beta2.EtcdCluster) []string {
+	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil {
+		return b.Restore.Members
+	}
+	return nil
 }

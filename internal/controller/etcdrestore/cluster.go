@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -140,8 +141,40 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting EtcdCluster %s to replace it: %w", c.Name, err)
 	}
+	if err := r.stopMembers(ctx, c); err != nil {
+		return err
+	}
 	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup and preflight checks passed; deleted EtcdCluster %s (its pods go with it, its %d volumes are kept until the restored cluster is verified) to restore it from %s", c.Name, len(rs.Status.RetainedVolumes), rs.Status.BackupLocation)
 	return errWait{"deleting the old EtcdCluster " + c.Name + " and its pods"}
+}
+
+// replacedGracePeriod is how long the pods of a replaced cluster get to stop. Their data is
+// either on the retained volumes (etcd is crash-safe) or about to be gone with the pods; a
+// graceful etcd stop would only try, for up to about 7 s, to hand leadership to members that
+// are stopping too.
+const replacedGracePeriod = 1
+
+// stopMembers deletes, with a short grace period, the member pods of c, the cluster being
+// replaced (its deletion, already requested, would take them with the pods' own 30 s grace):
+// only pods c controls (by UID), each with a UID precondition. The etcd operator leaves a
+// cluster that is being deleted alone, so nothing recreates them.
+func (r *Reconciler) stopMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{member.LabelCluster: c.Name}); err != nil {
+		return fmt.Errorf("listing the pods of EtcdCluster %s: %w", c.Name, err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !controlledBy(p, c.UID) {
+			continue
+		}
+		uid := p.UID
+		err := r.Delete(ctx, p, client.GracePeriodSeconds(replacedGracePeriod), client.Preconditions{UID: &uid})
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("stopping pod %s of the replaced EtcdCluster %s: %w", p.Name, c.Name, err)
+		}
+	}
+	return nil
 }
 
 // saveTemplate records tmpl on rs before the cluster it describes is deleted.

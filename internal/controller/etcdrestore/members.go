@@ -158,15 +158,16 @@ func (ms memberRestores) describe() string {
 		}
 		parts = append(parts, m.name+" "+st)
 	}
-	return fmt.Sprintf("restoring the backup into %d members at once, waiting for one to run on it with a leader: %s", len(ms), strings.Join(parts, "; "))
+	return fmt.Sprintf("restoring the backup into %d members at once, waiting for one to run on it: %s", len(ms), strings.Join(parts, "; "))
 }
 
 // stopFailed deals with members whose restore step failed for good; the kubelet would retry
-// them forever. Before the cluster formed, no member serves anything yet: every member's pod
-// is stopped and the restore fails (the cluster is left memberless, as a failed seed always
-// left it). Once it formed, the members that run hold the data: only the failed member's pod
-// is stopped, and the etcd operator replaces that member from them, as it would any member
-// lost after a restore.
+// them forever. Before the cluster formed (the etcd operator records its cluster ID only once
+// every restored member runs), no member serves anything yet: every member's pod is stopped
+// and the restore fails (the cluster is left memberless, as a failed seed always left it).
+// Should a member fail after it formed, the members that run hold the data: only the failed
+// member's pod is stopped, and the etcd operator replaces that member from them, as it would
+// any member lost after a restore.
 func (r *Reconciler) stopFailed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, ms memberRestores) error {
 	var failed *memberRestore
 	for _, m := range ms {

@@ -22,6 +22,10 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
 	old := pvcClusterWithVolumes(t, ns, "prod", 3)
+	var oldPods []*corev1.Pod
+	for i := range 3 {
+		oldPods = append(oldPods, memberPod(t, old, fmt.Sprintf("prod-%d", i)))
+	}
 	// A stranger's pod with the cluster's labels: never touched, and the seed goes above it.
 	stray := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-7", Labels: map[string]string{member.LabelApp: member.AppEtcd, member.LabelCluster: "prod"}},
@@ -36,6 +40,17 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 		c, err := getCluster(t, ns, "prod")
 		return err == nil && c.DeletionTimestamp != nil, fmt.Sprint(err)
 	})
+	// The old cluster's member pods are stopped at once (a short grace period, not their own 30
+	// s), the stranger's pod is not.
+	for _, p := range oldPods {
+		testutil.Eventually(t, testutil.Timeout, "old member pod "+p.Name+" stopped", func() (bool, string) {
+			got, err := getPod(t, ns, p.Name)
+			return gone(err, got) || got.UID != p.UID, "still there"
+		})
+	}
+	if p, err := getPod(t, ns, "prod-7"); gone(err, p) {
+		t.Fatalf("the stranger's pod was deleted with the old members: %v", err)
+	}
 	rs = getRestore(t, ns, "prod")
 	for i := range 3 {
 		pvc, err := getPVC(t, ns, fmt.Sprintf("prod-%d", i))
