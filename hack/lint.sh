@@ -48,11 +48,11 @@ lint() {
   while IFS= read -r -d '' f; do [ -e "$f" ] && files+=("$f"); done < <(git ls-files -z '*.go')
   out="$(gofmt -l "${files[@]}")"
   [ -z "$out" ] || { log "not gofmt-ed (run make fmt):"; echo "$out" >&2; return 1; }
-  # The e2e and chaos tags only add files (test/e2e, test/chaos, hack/demo; no file is !e2e), so one pass covers
-  # both builds at half the cost.
-  timed "go vet (-tags e2e,chaos)" go vet -tags e2e,chaos ./...
+  # The e2e, chaos and bench tags only add files (test/e2e, test/chaos, test/bench, hack/demo; no file is !e2e), so one pass covers
+  # every build at a fraction of the cost.
+  timed "go vet (-tags e2e,chaos,bench)" go vet -tags e2e,chaos,bench ./...
   gl="$(go_tool golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION")"
-  timed "golangci-lint (-tags e2e,chaos)" "$gl" run --build-tags e2e,chaos ./...
+  timed "golangci-lint (-tags e2e,chaos,bench)" "$gl" run --build-tags e2e,chaos,bench ./...
   ensure_shellcheck
   local scripts
   mapfile -t scripts < <(shell_scripts)

@@ -18,6 +18,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -225,8 +226,11 @@ func deleteCluster(t *testing.T, f *framework.Framework, ns, name string) {
 func waitGone(t *testing.T, f *framework.Framework, ns, name string) {
 	t.Helper()
 	framework.Eventually(t, 3*time.Minute, "cluster "+name+" and its pods gone", func(ctx context.Context) (bool, error) {
-		if _, err := f.GetCluster(ctx, ns, name); client.IgnoreNotFound(err) != nil || err == nil {
-			return false, fmt.Errorf("cluster still there: %v", err)
+		switch _, err := f.GetCluster(ctx, ns, name); {
+		case err == nil:
+			return false, errors.New("cluster still there")
+		case client.IgnoreNotFound(err) != nil:
+			return false, err
 		}
 		pods := &corev1.PodList{}
 		if err := f.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"etcd_cluster": name}); err != nil {
