@@ -4,7 +4,8 @@
 #   all:  unit, plus the backend acceptance tests against MinIO, fake-gcs-server and Azurite
 #         (started by hack/objstores.sh; skipping them is an error), plus the e2e suite on the
 #         local Kubernetes cluster (hack/e2e.sh), plus one run of each chaos fault kind
-#         (hack/chaos.sh).
+#         (hack/chaos.sh), plus one run of each end-to-end bench figure at 16 MiB
+#         (hack/bench-cluster.sh; results in .cache/bench/smoke.md, no target enforced).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mode="${1:-all}"
 cd "$ROOT_DIR"
@@ -33,5 +34,7 @@ if [ "$mode" = all ]; then
   hack/e2e.sh || rc=$?
   log "chaos smoke: one run of each smoke fault kind (make test-chaos runs every kind five times)"
   CHAOS_RUNS=1 hack/chaos.sh || rc=$?
+  log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"
+  BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-cluster.sh || rc=$?
   exit $rc
 fi

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +36,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
@@ -98,6 +98,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 	bucket.CreateSecret(t, f, ns, "aws")
 	var backupSecs []float64
 	var backupName string
+	var snapshotBytes int64
 	for i := range rep.Runs {
 		backupName = fmt.Sprintf("b-%d", i)
 		f.Create(t, &etcdv1beta2.EtcdBackup{
@@ -110,9 +111,10 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 		})
 		b := f.WaitBackupCompleted(t, ns, backupName, 15*time.Minute)
 		backupSecs = append(backupSecs, b.Status.Duration.Seconds())
+		snapshotBytes = b.Status.Size
 		t.Logf("%s: backup %d: %d bytes in %s", label, i, b.Status.Size, b.Status.Duration.Duration)
 	}
-	rep.add(figure{Name: "backup (EtcdBackup, 3-member cluster, into MinIO)", Size: label, Seconds: backupSecs})
+	rep.add(figure{Name: "backup (EtcdBackup, 3-member cluster, into MinIO)", Size: label, Seconds: backupSecs, Note: fmt.Sprintf("snapshot %d MiB", snapshotBytes>>20)})
 	object := fmt.Sprintf("src/%d.backup", rep.Runs-1)
 
 	manual := "manual chain: download + etcdutl snapshot restore + start one etcd"
@@ -140,7 +142,8 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 		t.Logf("%s: restore into %s: %s", label, name, rs.Status.Duration.Duration)
 		waitGone(t, f, ns, name)
 	}
-	rep.add(figure{Name: "restore into a new name, 3 verified members", Size: label, Seconds: newSecs, Baseline: manual, Target: "<= 1.5x the manual chain", TargetRatio: 1.5})
+	rep.add(figure{Name: "restore into a new name, 3 verified members", Size: label, Seconds: newSecs, Baseline: manual, Target: "<= 1.5x the manual chain", TargetRatio: 1.5,
+		Miss: "a fixed part of about 8-10 s that the manual chain does not have: three pods (volumes provisioned, scheduled, two init containers each: the agent copied in, then fetch + verify + etcdutl restore + hashkv), the three members started and a leader elected, the etcd operator taking the cluster over, and every member verified over the network; on this single-node cluster the three members also share 2 cores for the restore, and a pod's Secret volume is sometimes mounted seconds late by the kubelet (`failed to sync secret cache`). It shrinks with the database only in the part that is really work."})
 	for i := range rep.Runs {
 		name := fmt.Sprintf("in-place-%d", i)
 		f.Create(t, &etcdv1beta2.EtcdRestore{
@@ -164,7 +167,7 @@ func manualChain(t *testing.T, bucket *framework.Bucket, object string, run int)
 		t.Fatal("BENCH_ETCD_BIN (the directory with etcd and etcdutl) is not set: run make bench-cluster")
 	}
 	dir := t.TempDir()
-	peer, clientURL := "http://"+freeAddr(t), "http://"+freeAddr(t)
+	peer, clientURL := "http://"+testutil.FreeAddr(t), "http://"+testutil.FreeAddr(t)
 	start := time.Now()
 	bucket.Download(t, object, filepath.Join(dir, "snap.db"))
 	restore := exec.CommandContext(t.Context(), filepath.Join(bin, "etcdutl"), "snapshot", "restore", filepath.Join(dir, "snap.db"),
@@ -238,16 +241,6 @@ func waitGone(t *testing.T, f *framework.Framework, ns, name string) {
 		}
 		return len(pods.Items) == 0, fmt.Errorf("%d pods left", len(pods.Items))
 	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func envInt(t *testing.T, name string, def int) int {

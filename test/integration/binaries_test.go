@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -55,15 +54,7 @@ func run(m *testing.M) int {
 }
 
 // freePort returns a loopback address with a port nobody listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freePort(t *testing.T) string { return testutil.FreeAddr(t) }
 
 // TestBinariesStartBecomeReadyAndStopOnSIGTERM starts each binary against the apiserver with
 // leader election, waits for /readyz and for its Lease, sends SIGTERM and expects exit code 0.

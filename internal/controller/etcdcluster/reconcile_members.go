@@ -21,6 +21,15 @@ const (
 	requeueAfterChange = 2 * time.Second
 	// requeueEtcdWait waits for a member to start, catch up or become healthy.
 	requeueEtcdWait = 5 * time.Second
+	// requeueJustStarted waits for a member whose etcd started less than justStarted ago: it
+	// usually answers, catches up or gets a leader within a second or two, and its readiness
+	// probe (every 5 s) would report that late. Bounded: a member that does not come up is
+	// looked at every requeueEtcdWait after that (no hot loop, TestNoHotLoops).
+	requeueJustStarted = time.Second
+	justStarted        = 15 * time.Second
+	// requeueAfterPromote looks again right after a promotion: the next member can usually be
+	// added at once.
+	requeueAfterPromote = 500 * time.Millisecond
 	// requeueQuorumLost keeps watching a cluster that lost quorum.
 	requeueQuorumLost = 30 * time.Second
 	// requeueSteady re-checks a healthy cluster: member health is not watchable.
@@ -39,7 +48,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 	case cluster.ActionNone:
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	case cluster.ActionWait, cluster.ActionWaitForSeed:
-		return ctrl.Result{RequeueAfter: requeueEtcdWait}, nil
+		return ctrl.Result{RequeueAfter: waitInterval(obs.pods[act.Pod], time.Now())}, nil
 	case cluster.ActionQuorumLost:
 		return ctrl.Result{RequeueAfter: requeueQuorumLost}, nil
 	case cluster.ActionMembershipUnverified, cluster.ActionClusterIDMismatch:
@@ -118,5 +127,22 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 	log.Info("Changed member")
 	r.event(c, corev1.EventTypeNormal, string(act.Kind), act.Message)
 	membershipChanges.WithLabelValues(c.Namespace, c.Name, string(act.Kind)).Inc()
+	if act.Kind == cluster.ActionPromote {
+		return ctrl.Result{RequeueAfter: requeueAfterPromote}, nil
+	}
 	return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+}
+
+// waitInterval is when to look again at a cluster waiting for the member of pod p (nil: none):
+// soon while its etcd has just started, requeueEtcdWait otherwise.
+func waitInterval(p *corev1.Pod, now time.Time) time.Duration {
+	if p == nil {
+		return requeueEtcdWait
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == member.ContainerName && st.State.Running != nil && now.Sub(st.State.Running.StartedAt.Time) < justStarted {
+			return requeueJustStarted
+		}
+	}
+	return requeueEtcdWait
 }
