@@ -103,7 +103,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	msg := fmt.Sprintf("seed member %s runs on the restored data: %d keys at revision %d, keyspace hash %d", name, v.Keys, v.Revision, v.Hash)
 	r.setCondition(rs, etcdv1beta2.RestoreConditionSeeded, metav1.ConditionTrue, reasonSeedReady, msg)
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "Seeded", msg)
-	r.progress(rs, etcdv1beta2.RestorePhaseGrowing, "waiting for the etcd operator to grow the cluster from the seed")
+	r.progress(rs, etcdv1beta2.RestorePhaseGrowing, "waiting for every member to run on the restored data and the etcd operator to take the cluster over")
 	return ctrl.Result{RequeueAfter: requeueStep}, nil
 }
 
