@@ -116,10 +116,28 @@ func (r *report) write(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %s | %s | %s | %s |\n", f.Size, name, f.Min, f.Median, base, ratio, f.Target, met)
 	}
 	var missed []string
+	sizes := map[string][]string{} // figure name -> the sizes whose target it missed
 	for _, f := range r.Figures {
 		if f.Met != nil && !*f.Met && f.Miss != "" {
-			missed = append(missed, fmt.Sprintf("- %s %s: %s", f.Size, f.Name, f.Miss))
+			if _, seen := sizes[f.Name]; !seen {
+				missed = append(missed, f.Name)
+			}
+			sizes[f.Name] = append(sizes[f.Name], f.Size)
 		}
+	}
+	for i, name := range missed {
+		f := by["|"+name]
+		for _, fig := range r.Figures {
+			if fig.Name == name {
+				f = fig
+				break
+			}
+		}
+		at := ""
+		if sz := slices.DeleteFunc(sizes[name], func(s string) bool { return s == "" }); len(sz) > 0 {
+			at = " (" + strings.Join(sz, ", ") + ")"
+		}
+		missed[i] = fmt.Sprintf("- %s%s: %s", name, at, f.Miss)
 	}
 	if len(missed) > 0 {
 		fmt.Fprintf(&b, "\nTargets missed, and why:\n\n%s\n", strings.Join(slices.Compact(missed), "\n"))
