@@ -102,6 +102,13 @@ func (f *fakeEtcd) kill(names ...string) {
 	}
 }
 
+// isDead reports whether the member of pod name was killed.
+func (f *fakeEtcd) isDead(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dead[name]
+}
+
 func (f *fakeEtcd) list() []cluster.Member {
 	f.mu.Lock()
 	defer f.mu.Unlock()

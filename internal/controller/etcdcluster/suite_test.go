@@ -67,7 +67,9 @@ func fakeFor(cfg cluster.Config) *fakeEtcd {
 	return f.(*fakeEtcd)
 }
 
-// fakeKubelet marks every pod Running: envtest has no kubelet.
+// fakeKubelet marks every pod Running (envtest has no kubelet), and the pod of a killed member
+// not Ready, as a kubelet's readiness probe would: that pod event is how the operator hears of
+// a dead member before its steady re-check a minute later.
 func fakeKubelet(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
@@ -83,8 +85,20 @@ func fakeKubelet(ctx context.Context) {
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.Status.Phase != corev1.PodRunning && !strings.HasPrefix(p.Namespace, "nokubelet-") {
+			if strings.HasPrefix(p.Namespace, "nokubelet-") {
+				continue
+			}
+			notReady := false
+			if f, ok := fakes.Load(p.Namespace); ok && f.(*fakeEtcd).isDead(p.Name) {
+				notReady = !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+					return c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse
+				})
+			}
+			if p.Status.Phase != corev1.PodRunning || notReady {
 				p.Status.Phase = corev1.PodRunning
+				if notReady {
+					p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "EtcdKilled"})
+				}
 				_ = k8s.Status().Update(ctx, p)
 			}
 		}
