@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Benchmarks pkg/backend uploads against the real object-store servers and writes the results,
-# with the date and the machine, to bench/results/backend.md.
+# The benchmarks against real servers on loopback (make bench):
+#  1. bench/backend: pkg/backend uploads against the raw SDKs on MinIO, fake-gcs-server, Azurite
+#     and the filesystem -> bench/results/backend.md. Exits non-zero when its memory assertions
+#     fail (the results file is still written).
+#  2. bench/snapshot: a backup (pkg/snapshot.Take into MinIO) against `etcdctl snapshot save` +
+#     upload and against the raw snapshot read, with the backup's peak RSS, at
+#     BENCH_BACKUP_SIZES (default 64MiB,256MiB,1GiB,4GiB) x BENCH_RUNS (3) ->
+#     bench/results/backup.md (BENCH_BACKUP_OUT) and .json. About 15 minutes.
 # Usage: hack/bench.sh [flags for bench/backend, e.g. -providers s3 -sizes 128MiB,1GiB]
-# Exits non-zero when the benchmark's memory assertions fail (the results file is still written).
+#        BENCH_SKIP_BACKEND=1 hack/bench.sh    # the backup bench alone
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 "$ROOT_DIR/hack/objstores.sh" up
@@ -15,6 +21,14 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
 
 cd "$ROOT_DIR"
+"$ROOT_DIR/hack/build-etcd.sh"
+export ETCD_BIN_DIR BENCH_BACKUP_OUT="${BENCH_BACKUP_OUT:-$ROOT_DIR/bench/results/backup.md}"
+ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")"
+log "backup bench (bench/snapshot) -> $BENCH_BACKUP_OUT"
+backup_rc=0
+go test -tags bench -count=1 -timeout 120m -run '^TestBackupBench$' -v ./bench/snapshot/ || backup_rc=$?
+if [ -n "${BENCH_SKIP_BACKEND:-}" ]; then exit "$backup_rc"; fi
+
 go build -o "$work/bench-backend" ./bench/backend
 log "running bench/backend $*"
 start=$SECONDS
@@ -47,4 +61,5 @@ mem_gib="$(awk '/^MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)"
   fi
 } >"$out"
 log "results in $out"
+if [ "$rc" -eq 0 ]; then rc=$backup_rc; fi
 exit "$rc"

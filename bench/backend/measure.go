@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"io"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/benchutil"
 )
 
 // stream is a generated, incompressible stream of n bytes. It repeats a 1 MiB pseudo-random
@@ -57,8 +55,7 @@ var sampleNames = []string{"/memory/classes/heap/objects:bytes", "/gc/heap/live:
 func startMemPeak() *memPeak {
 	runtime.GC()
 	debug.FreeOSMemory()
-	// Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+).
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	_ = benchutil.ResetPeak(benchutil.Self) // best effort: the peak then covers more
 	m := &memPeak{stop: make(chan struct{})}
 	m.wg.Add(1)
 	go m.run()
@@ -89,22 +86,5 @@ func (m *memPeak) run() {
 func (m *memPeak) finish() (heap, live, rss uint64) {
 	close(m.stop)
 	m.wg.Wait()
-	return m.heap, m.live, peakRSS()
-}
-
-// peakRSS returns VmHWM from /proc/self/status in bytes, 0 if unavailable.
-func peakRSS() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	return m.heap, m.live, benchutil.PeakRSS(benchutil.Self)
 }

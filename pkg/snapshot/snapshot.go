@@ -181,8 +181,9 @@ func btoi(b bool) int {
 }
 
 // Take backs up the cluster into b: it picks a member, streams its snapshot through a
-// VerifyingReader into b.Put under cfg.Key(revision, start), and returns what was stored. On
-// any error no new object is visible under the key (the backend aborts the upload).
+// VerifyingReader and a read-ahead into b.Put under cfg.Key(revision, start), and returns what
+// was stored. On any error no new object is visible under the key (the backend aborts the
+// upload).
 func Take(ctx context.Context, cfg *Config, b backend.Backend) (Result, error) {
 	members, err := Members(ctx, cfg)
 	if err != nil {
@@ -214,15 +215,17 @@ func TakeFrom(ctx context.Context, cfg *Config, m Member, b backend.Backend) (Re
 	if err != nil {
 		return res, classify(ctx, res.Timeout, fmt.Errorf("%w: requesting snapshot from %s: %w", ErrStream, m.Endpoint, err))
 	}
-	defer snap.Snapshot.Close()
 	vr := NewVerifyingReader(&streamReader{r: snap.Snapshot})
-	if err := b.Put(ctx, res.Key, vr); err != nil {
+	ra := newReadAhead(vr)
+	// Closing the stream first ends a read of it the read-ahead may be blocked in.
+	defer func() { _ = snap.Snapshot.Close(); ra.Close() }()
+	if err := b.Put(ctx, res.Key, ra); err != nil {
 		if !errors.Is(err, ErrStream) && !errors.Is(err, ErrChecksumMismatch) && !errors.Is(err, ErrTruncated) {
 			err = fmt.Errorf("%w: %w", ErrStorage, err)
 		}
 		return res, classify(ctx, res.Timeout, fmt.Errorf("backing up %s to %s: %w", m.Endpoint, res.Key, err))
 	}
-	if !vr.Verified() {
+	if !ra.EOF() {
 		// A backend that stopped reading before EOF must not count as a verified backup.
 		_ = b.Delete(context.WithoutCancel(ctx), res.Key)
 		return res, fmt.Errorf("%w: the backend stored %s before the snapshot stream ended", ErrStorage, res.Key)

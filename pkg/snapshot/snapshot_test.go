@@ -203,3 +203,26 @@ func TestTakeTLS(t *testing.T) {
 		t.Fatal("incomplete TLS secret accepted")
 	}
 }
+
+// shortReadBackend stores only the first bytes of what it is given and reports success, as a
+// broken provider might.
+type shortReadBackend struct{ backend.Backend }
+
+func (s shortReadBackend) Put(ctx context.Context, key string, r io.Reader) error {
+	return s.Backend.Put(ctx, key, io.LimitReader(r, 1<<20))
+}
+
+// TestTakeBackendStoppingEarlyFails: a backend that returns without reading the stream to its
+// verified end does not make a backup: Take fails with ErrStorage and removes the object.
+func TestTakeBackendStoppingEarlyFails(t *testing.T) {
+	e := snapshottest.StartEtcd(t, "")
+	snapshottest.Put(t, e.Client(t), "/k/", 200, 20<<10) // about 4 MB: more than the backend reads
+	mem := memory.New()
+	_, err := snapshot.Take(t.Context(), config(e.Endpoint), shortReadBackend{mem})
+	if !errors.Is(err, snapshot.ErrStorage) {
+		t.Fatalf("err = %v, want ErrStorage", err)
+	}
+	if infos, err := mem.List(t.Context(), ""); err != nil || len(infos) != 0 {
+		t.Fatalf("objects after a short upload: %v, %v", infos, err)
+	}
+}

@@ -32,15 +32,17 @@ const readChunk = 64 << 10
 // a backend.Put reading from it aborts the upload and no object becomes visible. The trailer is
 // kept in the output, so `etcdutl snapshot restore` can check it again.
 //
-// It also hashes and counts the whole output (trailer included): SHA256 and Size describe the
-// stored object once Read has returned io.EOF. Memory use is one fixed buffer.
+// It also counts and hashes the whole output (trailer included): SHA256 and Size describe the
+// stored object once Read has returned io.EOF. One sha256 serves both: the trailer is emitted
+// only after verification, so at that point the running hash covers exactly what etcd's
+// checksum covers, and after the trailer it is the stored object's. Memory use is one fixed
+// buffer.
 type VerifyingReader struct {
 	src      io.Reader
 	buf      []byte // buf[start:end] is read from src and not yet returned
 	start    int
 	end      int
-	body     hash.Hash // every byte but the trailer: what etcd's checksum covers
-	whole    hash.Hash // every byte returned
+	hash     hash.Hash // every byte returned
 	size     int64
 	srcEOF   bool
 	verified bool
@@ -50,10 +52,9 @@ type VerifyingReader struct {
 // NewVerifyingReader wraps an etcd snapshot stream.
 func NewVerifyingReader(src io.Reader) *VerifyingReader {
 	return &VerifyingReader{
-		src:   src,
-		buf:   make([]byte, TrailerSize+readChunk),
-		body:  sha256.New(),
-		whole: sha256.New(),
+		src:  src,
+		buf:  make([]byte, TrailerSize+readChunk),
+		hash: sha256.New(),
 	}
 }
 
@@ -71,10 +72,10 @@ func (v *VerifyingReader) Read(p []byte) (int, error) {
 			if pending == 0 {
 				return 0, io.EOF
 			}
-			return v.emit(p, pending, false), nil
+			return v.emit(p, pending), nil
 		}
 		if pending > TrailerSize {
-			return v.emit(p, pending-TrailerSize, true), nil
+			return v.emit(p, pending-TrailerSize), nil
 		}
 		if v.srcEOF {
 			if err := v.verify(); err != nil {
@@ -91,14 +92,10 @@ func (v *VerifyingReader) Read(p []byte) (int, error) {
 	}
 }
 
-// emit copies up to max pending bytes into p, hashing them; inBody says whether they are part
-// of what etcd's checksum covers.
-func (v *VerifyingReader) emit(p []byte, limit int, inBody bool) int {
+// emit copies up to limit pending bytes into p, hashing them.
+func (v *VerifyingReader) emit(p []byte, limit int) int {
 	n := copy(p, v.buf[v.start:v.start+min(limit, len(p))])
-	if inBody {
-		v.body.Write(p[:n])
-	}
-	v.whole.Write(p[:n])
+	v.hash.Write(p[:n])
 	v.size += int64(n)
 	v.start += n
 	return n
@@ -128,7 +125,8 @@ func (v *VerifyingReader) verify() error {
 		return fmt.Errorf("%w: stream ended after %d bytes, without data and checksum", ErrTruncated, v.size+int64(pending))
 	}
 	want := v.buf[v.start:v.end]
-	if got := v.body.Sum(nil); !bytes.Equal(got, want) {
+	// Every byte but the trailer has been emitted (and hashed), and nothing after it yet.
+	if got := v.hash.Sum(nil); !bytes.Equal(got, want) {
 		return fmt.Errorf("%w after %d bytes: etcd's trailer says %s, the data hashes to %s",
 			ErrChecksumMismatch, v.size, hex.EncodeToString(want), hex.EncodeToString(got))
 	}
@@ -142,4 +140,4 @@ func (v *VerifyingReader) Verified() bool { return v.verified }
 func (v *VerifyingReader) Size() int64 { return v.size }
 
 // SHA256 is the hex sha256 of the bytes returned so far (the stored object's after io.EOF).
-func (v *VerifyingReader) SHA256() string { return hex.EncodeToString(v.whole.Sum(nil)) }
+func (v *VerifyingReader) SHA256() string { return hex.EncodeToString(v.hash.Sum(nil)) }

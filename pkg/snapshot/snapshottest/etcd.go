@@ -59,11 +59,13 @@ type Etcd struct {
 	Endpoint string // client URL
 	PeerURL  string
 	DataDir  string
-	cmd      *exec.Cmd
-	log      string
-	done     chan error
-	stop     sync.Once
-	certs    *Certs
+	// Args are extra etcd flags (a bench raises --quota-backend-bytes); set before Start.
+	Args  []string
+	cmd   *exec.Cmd
+	log   string
+	done  chan error
+	stop  sync.Once
+	certs *Certs
 }
 
 // StartEtcd starts a one-member etcd on a fresh data dir (or dataDir when non-empty) and waits
@@ -136,6 +138,7 @@ func (e *Etcd) Start(t testing.TB, initialCluster, state string) {
 	if e.certs != nil {
 		args = append(args, e.certs.ServerArgs()...)
 	}
+	args = append(args, e.Args...)
 	e.cmd = exec.Command(Bin(t, "etcd"), args...)
 	e.log = filepath.Join(t.TempDir(), "etcd-"+e.Name+".log")
 	logf, err := os.Create(e.log)
