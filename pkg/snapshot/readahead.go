@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"io"
 	"sync"
 )
@@ -63,7 +64,7 @@ func (r *readAhead) fill(src io.Reader) {
 			return
 		}
 		n, err := io.ReadFull(src, buf)
-		if err == io.ErrUnexpectedEOF { // a short last chunk: the stream ended
+		if errors.Is(err, io.ErrUnexpectedEOF) { // a short last chunk: the stream ended
 			err = io.EOF
 		}
 		select {
@@ -81,7 +82,8 @@ func (r *readAhead) fill(src io.Reader) {
 func (r *readAhead) Read(p []byte) (int, error) {
 	for r.cur.off >= r.cur.n {
 		if r.cur.err != nil {
-			r.eof = r.cur.err == io.EOF
+			// io.Reader ends with io.EOF itself; anything wrapping it is a failure, not the end.
+			r.eof = r.cur.err == io.EOF //nolint:errorlint // see above
 			return 0, r.cur.err
 		}
 		if r.cur.buf != nil {

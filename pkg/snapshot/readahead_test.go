@@ -59,7 +59,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestReadAheadBoundsMemory(t *testing.T) {
 	src := &countingReader{}
 	r := newReadAhead(src)
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) //nolint:forbidigo // proves the goroutine does NOT read further
 	if got, limit := src.n.Load(), int64(readAheadChunks*readAheadChunkSize); got > limit {
 		t.Fatalf("read %d bytes ahead, more than the %d its buffers hold", got, limit)
 	}
