@@ -143,6 +143,10 @@ bench: ## Run the benchmarks against real servers; results go to bench/results/.
 bench-cluster: ## End-to-end bench on the local cluster: restore RTO and backup against the manual chain, create -> Available (BENCH_SIZES, BENCH_RUNS); results in bench/results/latest.md.
 	hack/bench-cluster.sh
 
+.PHONY: bench-scale
+bench-scale: ## End-to-end scale bench on the local cluster: operators' peak RSS and reconcile p50/p99 with 50 EtcdClusters and 200 EtcdBackupSchedules (BENCH_SCALE_CLUSTERS, BENCH_SCALE_SCHEDULES, BENCH_SCALE_HOLD); results in bench/results/latest-scale.md.
+	hack/bench-scale.sh
+
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd for envtest (cached) and print KUBEBUILDER_ASSETS.
 	@hack/envtest-assets.sh

@@ -5,7 +5,8 @@
 #         (started by hack/objstores.sh; skipping them is an error), plus the e2e suite on the
 #         local Kubernetes cluster (hack/e2e.sh), plus one run of each chaos fault kind
 #         (hack/chaos.sh), plus one run of each end-to-end bench figure at 16 MiB
-#         (hack/bench-cluster.sh; results in .cache/bench/smoke.md, no target enforced).
+#         (hack/bench-cluster.sh; results in .cache/bench/smoke.md, no target enforced), and
+#         one run of the backup bench at 16 MiB (bench/snapshot; .cache/bench/backup-smoke.md).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mode="${1:-all}"
 cd "$ROOT_DIR"
@@ -29,12 +30,17 @@ log "go test ./... ($mode)"
 go test -count=1 -timeout 45m ./...
 
 if [ "$mode" = all ]; then
-  log "e2e on the local cluster"
   rc=0
+  log "backup bench smoke: 16 MiB, one run (make bench measures 64 MiB to 4 GiB, 3 runs)"
+  hack/build-etcd.sh
+  ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")" BENCH_BACKUP_SIZES=16MiB BENCH_RUNS=1 BENCH_BACKUP_OUT="$CACHE_DIR/bench/backup-smoke.md" \
+    go test -tags bench -count=1 -run '^TestBackupBench$' ./bench/snapshot/ || rc=$?
+  log "e2e on the local cluster"
   hack/e2e.sh || rc=$?
   log "chaos smoke: one run of each smoke fault kind (make test-chaos runs every kind five times)"
   CHAOS_RUNS=1 hack/chaos.sh || rc=$?
   log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"
   BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-cluster.sh || rc=$?
+  BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=30s BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-scale.sh || rc=$? # results in smoke-scale.md
   exit $rc
 fi

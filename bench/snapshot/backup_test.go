@@ -192,11 +192,16 @@ type childResult struct {
 
 const resultPrefix = "BENCH-RESULT "
 
+// goMemLimit is the backup operator's GOMEMLIMIT in manifests/deploy/backup-operator.yaml.
+const goMemLimit = "96MiB"
+
 // ours takes one backup with snapshot.Take in a child process (this test binary again), so
 // its peak RSS is the backup's alone.
 func ours(t *testing.T, endpoint, key string) childResult {
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBackupChild$", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+endpoint+" "+key)
+	// GOMEMLIMIT as the backup operator's Deployment sets it (manifests/deploy): the child's
+	// RSS is then the one the operator's backup stream would have.
+	cmd.Env = append(os.Environ(), childEnv+"="+endpoint+" "+key, "GOMEMLIMIT="+goMemLimit)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("backup child: %v: %s", err, out)
@@ -286,8 +291,8 @@ func write(t *testing.T, rows []row, runs int) {
 	fmt.Fprintf(&b, "- Date: %s; %d cores, %s; %d runs per figure (min / median)\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(), runs)
 	fmt.Fprintf(&b, "- One etcd %s member and MinIO on loopback, the same for the three; values of 1 MiB of random bytes. "+
 		"raw: the snapshot stream read and discarded. etcdctl: `etcdctl snapshot save` to a file, then the file uploaded with the AWS SDK upload manager (%d MiB parts x %d). "+
-		"ours: `snapshot.Take` (stream, etcd's checksum verified, multipart upload at the same part size and concurrency) in a process of its own; peak RSS is that process's VmHWM.\n",
-		snapshottest.Version, s3.DefaultPartSize>>20, s3.DefaultConcurrency)
+		"ours: `snapshot.Take` (stream, etcd's checksum verified, multipart upload at the same part size and concurrency) in a process of its own with GOMEMLIMIT=%s as the operator's Deployment sets it; peak RSS is that process's VmHWM.\n",
+		snapshottest.Version, s3.DefaultPartSize>>20, s3.DefaultConcurrency, goMemLimit)
 	fmt.Fprintf(&b, "- Targets (issue 17): ours <= %.1fx etcdctl, <= %.0fx raw, peak RSS <= %d MiB\n\n", targetManualRatio, targetRawRatio, targetRSSMiB)
 	fmt.Fprintf(&b, "| size | snapshot | raw s | etcdctl + upload s | ours s | ours / etcdctl | ours / raw | ours peak RSS | targets met |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {

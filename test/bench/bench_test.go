@@ -9,7 +9,10 @@
 //   - backup: an EtcdBackup of the 3-member cluster into MinIO (pkg/snapshot), reported beside the
 //     restore figures (no baseline here: bench/backend measures the upload path against the raw
 //     SDKs);
-//   - create -> Available for sizes 3 and 5.
+//   - create -> Available for sizes 3 and 5;
+//   - day two, on one 3-member cluster on volumes per run (day2_test.go): rolling upgrade
+//     3.5 -> 3.6, a dead member (pod and volume lost) replaced, scale 3 -> 5, and for each
+//     added member the time from its etcd container's start to a ready voting member.
 //
 // Every figure runs BENCH_RUNS times (default 3) and is reported as min and median; the results
 // go to BENCH_OUT (markdown) and BENCH_OUT with .json. Nothing here asserts a time: targets are
@@ -50,6 +53,7 @@ func TestBench(t *testing.T) {
 	t.Cleanup(func() { rep.write(t) })
 
 	t.Run("create", func(t *testing.T) { benchCreate(t, f, rep) })
+	t.Run("day2", func(t *testing.T) { benchDay2(t, f, rep) })
 	for _, size := range envSizes(t, "BENCH_SIZES", "64MiB,256MiB,1GiB") {
 		t.Run(sizeName(size), func(t *testing.T) { benchRestore(t, f, rep, size) })
 	}
@@ -97,25 +101,29 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 
 	bucket := stores.NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
 	bucket.CreateSecret(t, f, ns, "aws")
-	var backupSecs []float64
+	var backupSecs, backupRSS []float64
 	var backupName string
 	var snapshotBytes int64
 	for i := range rep.Runs {
 		backupName = fmt.Sprintf("b-%d", i)
-		f.Create(t, &etcdv1beta2.EtcdBackup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backupName},
-			Spec: etcdv1beta2.BackupSpec{
-				EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "src"},
-				StorageType:  etcdv1beta2.BackupStorageTypeS3,
-				BackupSource: bucket.Source(fmt.Sprintf("src/%d.backup", i), "aws"),
-			},
+		rss := operatorPeak(t, "backup-operator", func() {
+			f.Create(t, &etcdv1beta2.EtcdBackup{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backupName},
+				Spec: etcdv1beta2.BackupSpec{
+					EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "src"},
+					StorageType:  etcdv1beta2.BackupStorageTypeS3,
+					BackupSource: bucket.Source(fmt.Sprintf("src/%d.backup", i), "aws"),
+				},
+			})
+			b := f.WaitBackupCompleted(t, ns, backupName, 15*time.Minute)
+			backupSecs = append(backupSecs, b.Status.Duration.Seconds())
+			snapshotBytes = b.Status.Size
 		})
-		b := f.WaitBackupCompleted(t, ns, backupName, 15*time.Minute)
-		backupSecs = append(backupSecs, b.Status.Duration.Seconds())
-		snapshotBytes = b.Status.Size
-		t.Logf("%s: backup %d: %d bytes in %s", label, i, b.Status.Size, b.Status.Duration.Duration)
+		backupRSS = append(backupRSS, rss)
+		t.Logf("%s: backup %d: %d bytes in %.1f s, operator peak RSS %.0f MiB", label, i, snapshotBytes, backupSecs[i], rss)
 	}
 	rep.add(figure{Name: "backup (EtcdBackup, 3-member cluster, into MinIO)", Size: label, Values: backupSecs, Note: fmt.Sprintf("snapshot %d MiB", snapshotBytes>>20)})
+	rep.add(figure{Name: "backup operator peak RSS during the backup (VmHWM)", Size: label, Values: backupRSS, Unit: "MiB", Target: "< 128 MiB", TargetMax: 128})
 	object := fmt.Sprintf("src/%d.backup", rep.Runs-1)
 
 	manual := "manual chain: download + etcdutl snapshot restore + start one etcd"

@@ -17,7 +17,7 @@ import (
 
 // figure is one measured quantity over the runs, with its baseline and target.
 type figure struct {
-	Name    string    `json:"name"`
+	Name string `json:"name"`
 	Size string `json:"size,omitempty"` // the database size, for figures that depend on it
 	// Values holds one measurement per run, in Unit: "s" (the default) or "MiB" (memory).
 	Values []float64 `json:"values"`
