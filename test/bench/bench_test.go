@@ -106,7 +106,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 	var snapshotBytes int64
 	for i := range rep.Runs {
 		backupName = fmt.Sprintf("b-%d", i)
-		rss := operatorPeak(t, "backup-operator", func() {
+		rss := operatorPeak(t, f, "backup-operator", func() {
 			f.Create(t, &etcdv1beta2.EtcdBackup{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backupName},
 				Spec: etcdv1beta2.BackupSpec{
