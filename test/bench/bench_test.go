@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/benchutil"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
@@ -49,13 +49,13 @@ const mib = 1 << 20
 // TestBench runs every figure; the report is written even when a figure fails.
 func TestBench(t *testing.T) {
 	f := framework.Global(t)
-	rep := &report{Started: time.Now().UTC(), Runs: envInt(t, "BENCH_RUNS", 3)}
+	rep := &report{Started: time.Now().UTC(), Runs: benchutil.Int(t, "BENCH_RUNS", 3)}
 	t.Cleanup(func() { rep.write(t) })
 
 	t.Run("create", func(t *testing.T) { benchCreate(t, f, rep) })
 	t.Run("day2", func(t *testing.T) { benchDay2(t, f, rep) })
-	for _, size := range envSizes(t, "BENCH_SIZES", "64MiB,256MiB,1GiB") {
-		t.Run(sizeName(size), func(t *testing.T) { benchRestore(t, f, rep, size) })
+	for _, size := range benchutil.Sizes(t, "BENCH_SIZES", "64MiB,256MiB,1GiB") {
+		t.Run(benchutil.SizeName(size), func(t *testing.T) { benchRestore(t, f, rep, size) })
 	}
 }
 
@@ -86,7 +86,7 @@ func benchCreate(t *testing.T, f *framework.Framework, rep *report) {
 func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64) {
 	stores := framework.ObjectStores(t)
 	ns := f.CreateNamespace(t, "bench-restore")
-	label := sizeName(size)
+	label := benchutil.SizeName(size)
 	src := pvcCluster(ns, "src", 3, 2*size+512*mib)
 	quota := resource.NewQuantity(max(2<<30, 2*size+256*mib), resource.BinarySI)
 	src.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{QuotaBackendBytes: quota}
@@ -250,40 +250,4 @@ func waitGone(t *testing.T, f *framework.Framework, ns, name string) {
 		}
 		return len(pods.Items) == 0, fmt.Errorf("%d pods left", len(pods.Items))
 	})
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive number", name, v)
-	}
-	return n
-}
-
-// envSizes parses a comma-separated list of sizes like 64MiB,1GiB.
-func envSizes(t *testing.T, name, def string) []int64 {
-	v := os.Getenv(name)
-	if v == "" {
-		v = def
-	}
-	var out []int64
-	for _, s := range strings.Split(v, ",") {
-		q, err := resource.ParseQuantity(strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "b")))
-		if err != nil || q.Value() < mib {
-			t.Fatalf("%s: size %q: want e.g. 64MiB or 1GiB", name, s)
-		}
-		out = append(out, q.Value())
-	}
-	return out
-}
-
-func sizeName(n int64) string {
-	if n >= 1<<30 && n%(1<<30) == 0 {
-		return fmt.Sprintf("%d GiB", n>>30)
-	}
-	return fmt.Sprintf("%d MiB", n>>20)
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/benchutil"
 )
 
 // figure is one measured quantity over the runs, with its baseline and target.
@@ -57,18 +59,6 @@ func (r *report) add(f figure) {
 	r.Figures = append(r.Figures, &f)
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // write computes min, median, ratios and targets and writes BENCH_OUT (markdown) and its .json.
 func (r *report) write(t *testing.T) {
 	out := os.Getenv("BENCH_OUT")
@@ -88,7 +78,7 @@ func (r *report) write(t *testing.T) {
 		if f.Unit == "" {
 			f.Unit = "s"
 		}
-		f.Min, f.Median = slices.Min(f.Values), median(f.Values)
+		f.Min, f.Median = slices.Min(f.Values), benchutil.Median(f.Values)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# End-to-end bench on the local cluster\n\n")

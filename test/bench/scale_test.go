@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/benchutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
@@ -50,8 +51,8 @@ const (
 // same window, scraped from each operator's /metrics as Prometheus would.
 func TestBenchScale(t *testing.T) {
 	f := framework.Global(t)
-	clusters := envInt(t, "BENCH_SCALE_CLUSTERS", 50)
-	schedules := envInt(t, "BENCH_SCALE_SCHEDULES", 200)
+	clusters := benchutil.Int(t, "BENCH_SCALE_CLUSTERS", 50)
+	schedules := benchutil.Int(t, "BENCH_SCALE_SCHEDULES", 200)
 	hold := envDuration(t, "BENCH_SCALE_HOLD", 3*time.Minute)
 	t.Setenv("BENCH_OUT", scaleOut()) // report.write writes BENCH_OUT
 	rep := &report{Started: time.Now().UTC(), Runs: 1}
