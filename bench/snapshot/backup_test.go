@@ -311,11 +311,7 @@ func write(t *testing.T, rows []row, runs int) {
 		fmt.Fprintf(&b, "| %s | %.0f MiB | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.2fx | %.2fx | %.0f MiB | %s |\n",
 			r.Size, r.SnapshotMiB, slices.Min(r.Raw), raw, slices.Min(r.Manual), manual, slices.Min(r.Ours), ours, ours/manual, ours/raw, rss, strings.Join(met, ", "))
 	}
-	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.MarshalIndent(rows, "", "  ")
-	if err := os.WriteFile(strings.TrimSuffix(out, ".md")+".json", raw, 0o644); err != nil {
+	if err := benchutil.WriteResults(out, b.String(), rows); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("results in %s:\n%s", out, b.String())

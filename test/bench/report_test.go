@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -135,12 +134,8 @@ func (r *report) write(t *testing.T) {
 			fmt.Fprintf(&b, "- %s%s: %s\n", f.Name, at, f.Miss)
 		}
 	}
-	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
-		t.Errorf("writing %s: %v", out, err)
-	}
-	raw, _ := json.MarshalIndent(r, "", "  ")
-	if err := os.WriteFile(strings.TrimSuffix(out, ".md")+".json", raw, 0o644); err != nil {
-		t.Errorf("writing the JSON results: %v", err)
+	if err := benchutil.WriteResults(out, b.String(), r); err != nil {
+		t.Error(err)
 	}
 	t.Logf("results in %s", out)
 }

@@ -508,8 +508,8 @@ func writeScale(t *testing.T, rep *report, load string, hold time.Duration) {
 				"Reconcile p50/p99 are controller_runtime_reconcile_time_seconds over creating and holding, interpolated within the buckets as histogram_quantile does", load, hold)
 		}
 	}
-	if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-		t.Errorf("writing %s: %v", out, err)
+	if err := benchutil.WriteResults(out, strings.Join(lines, "\n"), nil); err != nil {
+		t.Error(err)
 	}
 }
 
