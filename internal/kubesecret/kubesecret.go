@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -45,11 +46,40 @@ func ClientTLS(ctx context.Context, c client.Reader, ns, name string) (*tls.Conf
 	return cfg, nil
 }
 
-// OperatorTLS is the client TLS configuration the operators use to reach cluster c: its
-// operator Secret, or nil for a cluster without client TLS.
-func OperatorTLS(ctx context.Context, c client.Reader, cluster *etcdv1beta2.EtcdCluster) (*tls.Config, error) {
-	if !cluster.Spec.TLS.IsSecureClient() {
-		return nil, nil
+// Credentials reads the etcd user and password of Secret ns/name (username, default root, and
+// password: the kubernetes.io/basic-auth keys) into access.
+func Credentials(ctx context.Context, c client.Reader, ns, name string, access *etcdaccess.Access) error {
+	data, err := Data(ctx, c, ns, name)
+	if err != nil {
+		return err
 	}
-	return ClientTLS(ctx, c, cluster.Namespace, cluster.Spec.TLS.Static.OperatorSecret)
+	user, password := string(data[etcdv1beta2.AuthUsernameKey]), string(data[etcdv1beta2.AuthPasswordKey])
+	if password == "" {
+		return reason.Errorf(etcdv1beta2.ReasonInvalidCredentials, "etcd credentials secret %s/%s has no %s", ns, name, etcdv1beta2.AuthPasswordKey)
+	}
+	if user == "" {
+		user = etcdv1beta2.DefaultAuthUsername
+	}
+	access.Username, access.Password = user, password
+	return nil
+}
+
+// OperatorAccess is how the operators reach cluster c: the client certificate of its operator
+// Secret (none for a cluster without client TLS) and the credentials of its auth Secret (none
+// for a cluster without spec.auth).
+func OperatorAccess(ctx context.Context, c client.Reader, cluster *etcdv1beta2.EtcdCluster) (etcdaccess.Access, error) {
+	var access etcdaccess.Access
+	if cluster.Spec.TLS.IsSecureClient() {
+		cfg, err := ClientTLS(ctx, c, cluster.Namespace, cluster.Spec.TLS.Static.OperatorSecret)
+		if err != nil {
+			return access, err
+		}
+		access.TLS = cfg
+	}
+	if cluster.Spec.Auth != nil {
+		if err := Credentials(ctx, c, cluster.Namespace, cluster.Spec.Auth.SecretName, &access); err != nil {
+			return access, err
+		}
+	}
+	return access, nil
 }

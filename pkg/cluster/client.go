@@ -6,7 +6,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,7 +15,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 // Member is one etcd member as the membership API reports it.
@@ -96,6 +96,13 @@ type Client interface {
 	// for a pod it owns). It blocks that member's reads and writes while it runs, and may take
 	// up to DefragmentTimeout.
 	Defragment(ctx context.Context, endpoint string) error
+	// AuthEnabled reports whether the cluster runs with authentication.
+	AuthEnabled(ctx context.Context) (bool, error)
+	// EnableAuth turns authentication on for the user of the client's Access: it adds the
+	// user (an existing one gets the Access's password: while authentication is off anybody
+	// could have made it), grants it the root role and enables authentication. Each step is
+	// idempotent, so a pass cut short is finished by the next.
+	EnableAuth(ctx context.Context) error
 	// Close releases the connections.
 	Close() error
 }
@@ -137,7 +144,8 @@ type Config struct {
 	// client dials only these (and the endpoints passed to Status), never the URLs members
 	// advertise. Each URL's host starts with the member's name (<pod>.<service>...).
 	Endpoints []string
-	TLS       *tls.Config
+	// Access is the client certificate and the etcd credentials.
+	Access etcdaccess.Access
 	// DialTimeout bounds connecting to an endpoint (clientv3's DialTimeout).
 	DialTimeout time.Duration
 	// RequestTimeout bounds each call (DefaultRequestTimeout when zero); a linearizable member
@@ -157,17 +165,13 @@ type etcdClient struct {
 	c         *clientv3.Client
 	endpoints []string
 	timeout   time.Duration
+	access    etcdaccess.Access
 }
 
 // New connects to the cluster at cfg.Endpoints. The connection is lazy: an unreachable cluster
 // shows up as errors from the calls, not from New.
 func New(cfg Config) (Client, error) {
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		TLS:         cfg.TLS,
-		DialTimeout: cfg.DialTimeout,
-		Logger:      zap.NewNop(),
-	})
+	c, err := clientv3.New(cfg.Access.ClientConfig(cfg.Endpoints, cfg.DialTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("creating etcd client for %v: %w", cfg.Endpoints, err)
 	}
@@ -175,7 +179,7 @@ func New(cfg Config) (Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout}, nil
+	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout, access: cfg.Access}, nil
 }
 
 func (e *etcdClient) MemberList(ctx context.Context) (Membership, error) {
@@ -343,6 +347,43 @@ func (e *etcdClient) Defragment(ctx context.Context, endpoint string) error {
 	}
 	return nil
 }
+
+func (e *etcdClient) AuthEnabled(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.c.AuthStatus(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading the authentication status: %w", err)
+	}
+	return resp.Enabled, nil
+}
+
+func (e *etcdClient) EnableAuth(ctx context.Context) error {
+	user, password := e.access.Username, e.access.Password
+	if user == "" || password == "" {
+		return errors.New("enabling authentication: no user name or password")
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	_, err := e.c.UserAdd(ctx, user, password)
+	if errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+		_, err = e.c.UserChangePassword(ctx, user, password)
+	}
+	if err != nil {
+		return fmt.Errorf("adding etcd user %s: %w", user, err)
+	}
+	// Granting a role the user has is not an error in etcd.
+	if _, err := e.c.UserGrantRole(ctx, user, rootRole); err != nil {
+		return fmt.Errorf("granting etcd user %s the %s role: %w", user, rootRole, err)
+	}
+	if _, err := e.c.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("enabling authentication: %w", err)
+	}
+	return nil
+}
+
+// rootRole is etcd's built-in role that may do everything (membership, snapshots, auth).
+const rootRole = "root"
 
 func (e *etcdClient) Close() error { return e.c.Close() }
 

@@ -9,7 +9,6 @@ package snapshot
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,9 +16,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 // Errors the controller classifies; match with errors.Is.
@@ -52,8 +51,9 @@ func DefaultTimeout(dbSize int64) time.Duration {
 type Config struct {
 	// Endpoints are the members' client URLs.
 	Endpoints []string
-	// TLS is the client TLS configuration; nil for plain http endpoints.
-	TLS *tls.Config
+	// Access is the client certificate and the etcd credentials (etcd serves snapshots to
+	// users with the root role only when authentication is on).
+	Access etcdaccess.Access
 	// DialTimeout bounds connecting to a member; RequestTimeout bounds each Status call.
 	DialTimeout    time.Duration
 	RequestTimeout time.Duration
@@ -102,12 +102,7 @@ func (c *Config) now() time.Time {
 }
 
 func (c *Config) client(endpoints []string) (*clientv3.Client, error) {
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: c.DialTimeout,
-		TLS:         c.TLS,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := clientv3.New(c.Access.ClientConfig(endpoints, c.DialTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating etcd client for %v: %w", ErrNoHealthyMember, endpoints, err)
 	}

@@ -186,7 +186,7 @@ func TestTakeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(e.Endpoint)
-	cfg.TLS = tlsCfg
+	cfg.Access.TLS = tlsCfg
 	res, err := snapshot.Take(t.Context(), cfg, memory.New())
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,9 @@ func TestHostileEtcdCluster(t *testing.T) {
 		{name: "operator secret with upper case", manifest: cluster("size: 3\n  TLS:\n    static:\n      member: {serverSecret: server}\n      operatorSecret: Client"), want: "operatorSecret"},
 		{name: "server secret with a slash", manifest: cluster("size: 3\n  TLS:\n    static:\n      member: {serverSecret: ns/server}\n      operatorSecret: client"), want: "serverSecret"},
 		{name: "peer secret with a space", manifest: cluster("size: 3\n  TLS:\n    static:\n      member: {peerSecret: \"peer tls\"}"), want: "peerSecret"},
+		{name: "auth secret with a slash", manifest: cluster("size: 3\n  auth: {secretName: other-ns/root}"), want: "secretName"},
+		{name: "auth without a secret", manifest: cluster("size: 3\n  auth: {}"), want: "spec.auth.secretName: Required value"},
+		{name: "auth secret is fine", manifest: cluster("size: 3\n  auth: {secretName: etcd-root}")},
 		{name: "peer secret too long", manifest: cluster("size: 3\n  TLS:\n    static:\n      member: {peerSecret: " + strings.Repeat("p", 254) + "}"), want: "peerSecret"},
 		// Quantities.
 		{name: "negative volume size", manifest: cluster("size: 3\n  pod:\n    persistentVolumeClaimSpec:\n      resources: {requests: {storage: -1Gi}}"), want: "storage must not be negative"},
@@ -91,6 +94,7 @@ func TestHostileEtcdBackup(t *testing.T) {
 		{name: "aws secret with a slash", manifest: s3("{path: b/k, awsSecret: other-ns/aws}"), want: "awsSecret"},
 		{name: "abs secret with a space", manifest: backup("etcdCluster: {name: c}\n  storageType: ABS\n  abs: {path: c/k, absSecret: \"abs creds\"}"), want: "absSecret"},
 		{name: "gcp secret with an underscore", manifest: backup("etcdCluster: {name: c}\n  storageType: GCS\n  gcs: {path: b/k, gcpSecret: gcp_key}"), want: "gcpSecret"},
+		{name: "backup auth secret with upper case", manifest: backup("etcdEndpoints: [\"http://c-client:2379\"]\n  auth: {secretName: Root}\n  storageType: S3\n  s3: {path: b/k}"), want: "auth.secretName"},
 		{name: "client TLS secret too long", manifest: backup("etcdEndpoints: [\"https://c-client:2379\"]\n  clientTLSSecret: " + strings.Repeat("c", 254) + "\n  storageType: S3\n  s3: {path: b/k}"), want: "clientTLSSecret"},
 		{name: "cluster name with upper case", manifest: backup("etcdCluster: {name: Prod}\n  storageType: S3\n  s3: {path: b/k}"), want: "etcdCluster.name"},
 		// Credentials in URLs.

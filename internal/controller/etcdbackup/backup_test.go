@@ -272,3 +272,47 @@ func TestOneShotBackupClientTLS(t *testing.T) {
 		t.Fatalf("object sha256 %s, status %s", sum, b.Status.SHA256)
 	}
 }
+
+// TestOneShotBackupAuth backs up an etcd with authentication on, with the root user's
+// credentials from auth.secretName; without them the backup fails with AuthFailed and writes nothing.
+func TestOneShotBackupAuth(t *testing.T) {
+	e := snapshottest.StartEtcd(t, "")
+	cli := e.Client(t)
+	snapshottest.Put(t, cli, "/k/", 20, 64)
+	for _, step := range []func() error{
+		func() error { _, err := cli.UserAdd(t.Context(), "root", "s3cret"); return err },
+		func() error { _, err := cli.UserGrantRole(t.Context(), "root", "root"); return err },
+		func() error { _, err := cli.AuthEnable(t.Context()); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := namespace(t)
+	bucket := storagetest.NewS3Bucket(t)
+	createSecret(t, ns, "creds", bucket.Secret)
+	createSecret(t, ns, "etcd-root", map[string][]byte{"username": []byte("root"), "password": []byte("s3cret")})
+
+	refused := newBackup(ns, "anonymous", []string{e.Endpoint}, bucket, "anonymous.backup", "creds")
+	create(t, refused)
+	refused = waitPhase(t, ns, "anonymous", etcdv1beta2.BackupPhaseFailed, 60*time.Second)
+	if got := failedReason(t, refused); got != etcdv1beta2.ReasonAuthFailed || refused.Status.Attempts != 1 {
+		t.Fatalf("without credentials: Failed reason %s after %d attempts, want %s after 1", got, refused.Status.Attempts, etcdv1beta2.ReasonAuthFailed)
+	}
+	store, err := openStore(t.Context(), k8s, ns, &refused.Spec, storage.AmbientPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if objs, err := store.List(t.Context(), ""); err != nil || len(objs) != 0 {
+		t.Fatalf("objects after a refused backup: %v, %v", objs, err)
+	}
+
+	b := newBackup(ns, "auth", []string{e.Endpoint}, bucket, "etcd.backup", "creds")
+	b.Spec.Auth = &etcdv1beta2.AuthPolicy{SecretName: "etcd-root"}
+	create(t, b)
+	b = waitPhase(t, ns, "auth", etcdv1beta2.BackupPhaseCompleted, 60*time.Second)
+	if sum, _ := objectSHA256(t, b); sum != b.Status.SHA256 {
+		t.Fatalf("object sha256 %s, status %s", sum, b.Status.SHA256)
+	}
+}

@@ -2,7 +2,6 @@ package etcdbackup
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +11,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 // target is the cluster a backup reads from.
@@ -19,10 +19,10 @@ type target struct {
 	// name is the EtcdCluster's name, empty for etcdEndpoints.
 	name      string
 	endpoints []string
-	tls       *tls.Config
+	access    etcdaccess.Access
 }
 
-// resolveTarget returns the endpoints and client TLS of the backup's cluster: etcdEndpoints
+// resolveTarget returns the endpoints, client TLS and credentials of the backup's cluster: etcdEndpoints
 // (only in the backup's namespace or allowed, see namespacedEndpoints), or the named
 // EtcdCluster's ready members (per-pod DNS names), falling back to its client Service.
 func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec, allowed []string) (*target, error) {
@@ -34,7 +34,10 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 		}
 		t.endpoints = eps
 	}
-	tlsSecret := spec.ClientTLSSecret
+	tlsSecret, authSecret := spec.ClientTLSSecret, ""
+	if spec.Auth != nil {
+		authSecret = spec.Auth.SecretName
+	}
 	if spec.EtcdCluster != nil {
 		cl := &etcdv1beta2.EtcdCluster{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: spec.EtcdCluster.Name}, cl); err != nil {
@@ -48,10 +51,19 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 		if cl.Spec.TLS.IsSecureClient() {
 			tlsSecret = cl.Spec.TLS.Static.OperatorSecret
 		}
+		authSecret = ""
+		if cl.Spec.Auth != nil {
+			authSecret = cl.Spec.Auth.SecretName
+		}
 	}
 	if tlsSecret != "" {
 		var err error
-		if t.tls, err = kubesecret.ClientTLS(ctx, c, ns, tlsSecret); err != nil {
+		if t.access.TLS, err = kubesecret.ClientTLS(ctx, c, ns, tlsSecret); err != nil {
+			return nil, err
+		}
+	}
+	if authSecret != "" {
+		if err := kubesecret.Credentials(ctx, c, ns, authSecret, &t.access); err != nil {
 			return nil, err
 		}
 	}

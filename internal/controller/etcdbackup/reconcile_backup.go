@@ -8,6 +8,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -42,7 +43,7 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 
 	cfg := &snapshot.Config{
 		Endpoints:      tgt.endpoints,
-		TLS:            tgt.tls,
+		Access:         tgt.access,
 		DialTimeout:    r.Options.EtcdDialTimeout,
 		RequestTimeout: r.Options.EtcdRequestTimeout,
 		Now:            r.now,
@@ -93,6 +94,10 @@ func classify(err error) *reason.Error {
 	}
 	transient := func(r string) *reason.Error { return &reason.Error{Reason: r, Transient: true, Err: err} }
 	switch {
+	case etcdaccess.IsAuthError(err):
+		// Wrong or missing credentials, or a user without the root role: not unreachable, and
+		// the same credentials fail again.
+		return &reason.Error{Reason: etcdv1beta2.ReasonAuthFailed, Err: err}
 	case errors.Is(err, snapshot.ErrTimeout):
 		return transient(etcdv1beta2.ReasonTimeout)
 	case errors.Is(err, snapshot.ErrNoHealthyMember):

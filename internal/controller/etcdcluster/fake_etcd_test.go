@@ -8,7 +8,10 @@ import (
 	"strings"
 	"sync"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 // fakeEtcd is an in-memory etcd membership for envtest, where no pod ever runs: a member
@@ -39,6 +42,12 @@ type fakeEtcd struct {
 	compactTo   int64
 	compactions int
 	defragged   []string
+
+	// Authentication: whether it is on, the password etcd knows for root (set by EnableAuth),
+	// and the Access of the last client the operator made.
+	authOn       bool
+	rootPassword string
+	access       etcdaccess.Access
 }
 
 func newFakeEtcd() *fakeEtcd {
@@ -77,6 +86,10 @@ func hostPod(endpoint string) string {
 func (f *fakeEtcd) connect(cfg cluster.Config) (cluster.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.access = cfg.Access
+	if f.authOn && (cfg.Access.Username != "root" || cfg.Access.Password != f.rootPassword) {
+		return nil, fmt.Errorf("connecting: %w", rpctypes.ErrAuthFailed)
+	}
 	running := map[string]string{}
 	for _, ep := range cfg.Endpoints {
 		running[hostPod(ep)] = ep
@@ -234,6 +247,19 @@ func (c *fakeConn) Defragment(_ context.Context, endpoint string) error {
 		c.f.db[name] = [2]int64{db[1], db[1]}
 	}
 	c.f.defragged = append(c.f.defragged, name)
+	return nil
+}
+
+func (c *fakeConn) AuthEnabled(context.Context) (bool, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	return c.f.authOn, nil
+}
+
+func (c *fakeConn) EnableAuth(context.Context) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.authOn, c.f.rootPassword = true, c.f.access.Password
 	return nil
 }
 

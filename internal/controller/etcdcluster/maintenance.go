@@ -212,6 +212,10 @@ func observedAlarms(obs *observation) string {
 // upkeep takes at most one step on a cluster whose membership needs nothing: a member's
 // volume grown to the spec's size (or waited for), else one maintenance step.
 func (r *Reconciler) upkeep(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) (ctrl.Result, error) {
+	if err := r.reconcileAuth(ctx, c, obs); err != nil {
+		setFailure(c, err)
+		return ctrl.Result{}, err
+	}
 	step, err := r.expandVolumes(ctx, c, obs)
 	setVolumeConditions(c, step)
 	switch {

@@ -14,8 +14,10 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 // observation is one pass's view: the pure cluster.Observed plus the objects behind it.
@@ -86,21 +88,35 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	if len(endpoints) == 0 {
 		return obs, nil
 	}
-	tlsCfg, err := kubesecret.OperatorTLS(ctx, r.Client, c)
+	access, err := kubesecret.OperatorAccess(ctx, r.Client, c)
 	if err != nil {
 		return nil, err
 	}
-	cli, err := r.NewEtcdClient(cluster.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: r.Options.EtcdDialTimeout, RequestTimeout: r.Options.EtcdRequestTimeout})
-	if err != nil {
-		return nil, err
+	// With credentials, clientv3 authenticates while connecting: a cluster that does not
+	// answer fails here, and is observed as one that does not answer, like a failed list.
+	cli, err := r.NewEtcdClient(cluster.Config{Endpoints: endpoints, Access: access, DialTimeout: r.Options.EtcdDialTimeout, RequestTimeout: r.Options.EtcdRequestTimeout})
+	if err == nil {
+		obs.etcd = cli
+		var ml cluster.Membership
+		if ml, err = cli.MemberList(ctx); err == nil {
+			obs.Reachable, obs.Members, obs.ClusterID, obs.Linearizable = true, ml.Members, ml.ClusterID, ml.Linearizable
+		}
 	}
-	obs.etcd = cli
-	ml, err := cli.MemberList(ctx)
-	if err != nil {
+	switch {
+	case etcdaccess.IsAuthError(err):
+		// Refused credentials are not dead members: stop before anything is planned from them.
+		if cli != nil {
+			_ = cli.Close()
+		}
+		whose := "spec.auth names none: set it to a Secret with the root user's password"
+		if c.Spec.Auth != nil {
+			whose = "those of secret " + c.Spec.Auth.SecretName
+		}
+		return nil, reason.New(etcdv1beta2.ReasonAuthFailed, fmt.Errorf("etcd runs with authentication and refuses the operator's credentials (%s): %w", whose, err))
+	case err != nil:
 		ctrl.LoggerFrom(ctx).V(1).Info("No member answers", "error", err.Error())
 		return obs, nil
 	}
-	obs.Reachable, obs.Members, obs.ClusterID, obs.Linearizable = true, ml.Members, ml.ClusterID, ml.Linearizable
 	r.probeMembers(ctx, c, cli, obs)
 	return obs, nil
 }

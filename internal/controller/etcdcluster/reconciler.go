@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -199,22 +200,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	r.warnOnFlip(before, c)
-	if errors.Is(err, errNotOwned) {
+	if blocked(err) {
 		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
 	}
 	return res, err
 }
 
 // stop ends a pass that could not observe or act: Degraded with the reason, a Warning event
-// when that reason is new. A foreign object in the way is not retried with backoff but
-// re-checked after requeueBlocked (no watch reports its removal).
+// when that reason is new. What waits on a person (blocked) is not retried with backoff but
+// re-checked after requeueBlocked.
 func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.Result, error) {
 	setFailure(c, err)
 	r.warnOnFlip(before, c)
-	if errors.Is(err, errNotOwned) {
+	if blocked(err) {
 		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
 	}
 	return ctrl.Result{}, err
+}
+
+// blocked reports whether err waits on a person changing an object no watch of this
+// controller reports: a foreign object in the way, or a Secret that is missing or whose
+// credentials etcd refuses. Those are re-checked every requeueBlocked instead of backing off
+// for up to a quarter of an hour.
+func blocked(err error) bool {
+	switch reason.Of(err) {
+	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials:
+		return true
+	}
+	return errors.Is(err, errNotOwned)
 }
 
 // desired reduces the spec to what cluster.Next needs.
@@ -248,7 +261,7 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 	if cond := flipped(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonMembershipUnverified,
 		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed,
 		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec,
-		etcdv1beta2.ReasonVolumeExpansionUnsupported); cond != nil {
+		etcdv1beta2.ReasonVolumeExpansionUnsupported, etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {

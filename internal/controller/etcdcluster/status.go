@@ -13,6 +13,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 // setObservedStatus fills the status fields that only describe what was observed.
@@ -223,6 +224,8 @@ func failureReason(err error) string {
 	switch {
 	case errors.Is(err, errNotOwned):
 		return etcdv1beta2.ReasonNotOwned
+	case etcdaccess.IsAuthError(err):
+		return etcdv1beta2.ReasonAuthFailed
 	}
 	return etcdv1beta2.ReasonReconcileError
 }

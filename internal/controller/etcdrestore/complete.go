@@ -48,7 +48,7 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 		r.progress(rs, etcdv1beta2.RestorePhaseGrowing, fmt.Sprintf("waiting for the etcd operator to grow EtcdCluster %s: %d of %d members ready", c.Name, len(ready), c.Spec.Size))
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
-	tlsCfg, err := r.clientTLS(ctx, c)
+	access, err := r.clientAccess(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -57,7 +57,7 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	sort.Strings(names)
 	var restored int64
 	for _, name := range names {
-		st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, v.Revision)
+		st, err := r.Check(ctx, member.ClientURL(c, name), access, v.Revision)
 		if err != nil {
 			r.progress(rs, etcdv1beta2.RestorePhaseGrowing, fmt.Sprintf("checking member %s: %v", name, err))
 			return ctrl.Result{RequeueAfter: requeueWait}, nil

@@ -2,16 +2,15 @@ package etcdrestore
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 // MemberState is what one member reports about the keyspace at a revision.
@@ -25,7 +24,7 @@ type MemberState struct {
 }
 
 // MemberCheck reads one member's keyspace figures at rev.
-type MemberCheck func(ctx context.Context, endpoint string, tlsCfg *tls.Config, rev int64) (MemberState, error)
+type MemberCheck func(ctx context.Context, endpoint string, access etcdaccess.Access, rev int64) (MemberState, error)
 
 // Deadlines of one member check. Short: a member that does not answer is asked again on the
 // next pass.
@@ -36,8 +35,8 @@ const (
 
 // checkMember asks the member at endpoint, and only it, for its keyspace hash and key count at
 // rev.
-func checkMember(ctx context.Context, endpoint string, tlsCfg *tls.Config, rev int64) (MemberState, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsCfg, DialTimeout: memberDialTimeout, Logger: zap.NewNop()})
+func checkMember(ctx context.Context, endpoint string, access etcdaccess.Access, rev int64) (MemberState, error) {
+	cli, err := clientv3.New(access.ClientConfig([]string{endpoint}, memberDialTimeout))
 	if err != nil {
 		return MemberState{}, fmt.Errorf("connecting to %s: %w", endpoint, err)
 	}
@@ -60,12 +59,13 @@ func checkMember(ctx context.Context, endpoint string, tlsCfg *tls.Config, rev i
 	return MemberState{Hash: h.Hash, Keys: n.Count, Revision: st.Header.Revision}, nil
 }
 
-// clientTLS is the client TLS configuration for c: its operator secret, or nil for plain http.
-// A missing Secret is retried until the restore's deadline (it may be created late).
-func (r *Reconciler) clientTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*tls.Config, error) {
-	cfg, err := kubesecret.OperatorTLS(ctx, r.Client, c)
+// clientAccess is how the restore reaches c: its operator certificate and its credentials
+// (none for plain http without authentication). A missing Secret is retried until the
+// restore's deadline (it may be created late).
+func (r *Reconciler) clientAccess(ctx context.Context, c *etcdv1beta2.EtcdCluster) (etcdaccess.Access, error) {
+	cfg, err := kubesecret.OperatorAccess(ctx, r.Client, c)
 	if reason.Of(err) == etcdv1beta2.ReasonSecretNotFound {
-		return nil, reason.Transient(etcdv1beta2.ReasonSecretNotFound, err)
+		return cfg, reason.Transient(etcdv1beta2.ReasonSecretNotFound, err)
 	}
 	return cfg, err
 }

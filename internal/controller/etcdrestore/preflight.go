@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	clusterversion "github.com/etcd-operator/etcd-operator/pkg/cluster"
@@ -89,9 +90,10 @@ func majorMinor(v string) string {
 	return fmt.Sprintf("%d.%d", pv.Major(), pv.Minor())
 }
 
-// checkSecrets checks the Secrets the seed pod mounts: the storage credentials (they exist and
-// configure the store as the agent will) and the member TLS secrets (they exist with the files
-// etcd is started with).
+// checkSecrets checks the Secrets the restore needs: the storage credentials the seed pod
+// mounts (they exist and configure the store as the agent will), the operator certificate and
+// etcd credentials the members are verified with (they exist and parse), and the member TLS
+// secrets (they exist with the files etcd is started with).
 func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, src *source) error {
 	if src.loc.Secret != "" || src.loc.CA != nil {
 		store, err := r.open(ctx, rs, src.loc)
@@ -102,6 +104,14 @@ func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdResto
 			return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the seed could not use the storage Secrets it mounts: %v"+noChange, err)
 		}
 		store.Close()
+	}
+	// The operator certificate and the etcd credentials the restored members are verified
+	// with: without them the restore could not tell success from failure.
+	if _, err := kubesecret.OperatorAccess(ctx, r.Client, c); err != nil {
+		if reason.Of(err) == "" {
+			return err
+		}
+		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the restored members could not be verified: %v"+noChange, err)
 	}
 	if c.Spec.TLS == nil || c.Spec.TLS.Static == nil || c.Spec.TLS.Static.Member == nil {
 		return nil

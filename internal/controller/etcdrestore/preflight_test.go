@@ -61,6 +61,9 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 			rs.Spec.BackupStorageType, rs.Spec.BackupSource = "", etcdv1beta2.BackupSource{}
 			rs.Spec.BackupRef = &etcdv1beta2.LocalObjectReference{Name: "from36"}
 		}},
+		{"etcd credentials secret missing", "auth", ns, etcdv1beta2.ReasonPreflightFailed, "secret " + ns + "/no-such-credentials not found", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
+			c.Spec.Auth = &etcdv1beta2.AuthPolicy{SecretName: "no-such-credentials"}
+		}},
 		{"member TLS secret missing", "tls", ns, etcdv1beta2.ReasonPreflightFailed, "member TLS Secret no-such-secret", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
 			c.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "no-such-secret"}}}
 		}},

@@ -68,7 +68,7 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 
 // checkSeed reads the running seed's keyspace hash and key count at the backup's revision.
 func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, name string) (ctrl.Result, error) {
-	tlsCfg, err := r.clientTLS(ctx, c)
+	access, err := r.clientAccess(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -81,7 +81,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 		// The restore step could not tell the revision offline: a snapshot of an empty
 		// keyspace holds no key revision (etcdutl snapshot status says 0), and an etcdutl
 		// without hashkv cannot read it from the data. The seed, alone in its cluster, says.
-		st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, 0)
+		st, err := r.Check(ctx, member.ClientURL(c, name), access, 0)
 		if err != nil {
 			r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
 			return ctrl.Result{RequeueAfter: requeueStep}, nil
@@ -91,7 +91,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 		}
 		rev = st.Revision
 	}
-	st, err := r.Check(ctx, member.ClientURL(c, name), tlsCfg, rev)
+	st, err := r.Check(ctx, member.ClientURL(c, name), access, rev)
 	if err != nil {
 		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
 		return ctrl.Result{RequeueAfter: requeueStep}, nil

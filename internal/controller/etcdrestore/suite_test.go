@@ -2,7 +2,6 @@ package etcdrestore
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"os"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
 var (
@@ -37,7 +37,7 @@ func (f *fakeMembers) set(host string, st MemberState) {
 	f.states[host] = st
 }
 
-func (f *fakeMembers) check(_ context.Context, endpoint string, _ *tls.Config, _ int64) (MemberState, error) {
+func (f *fakeMembers) check(_ context.Context, endpoint string, _ etcdaccess.Access, _ int64) (MemberState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	host := strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://")

@@ -24,8 +24,14 @@ import (
 // EtcdClient connects from the host to etcd endpoints given by cluster DNS names.
 func (f *Framework) EtcdClient(t testing.TB, endpoints ...string) *clientv3.Client {
 	t.Helper()
+	return f.EtcdClientAs(t, "", "", endpoints...)
+}
+
+// EtcdClientAs is EtcdClient authenticating as an etcd user (none when user is empty).
+func (f *Framework) EtcdClientAs(t testing.TB, user, password string, endpoints ...string) *clientv3.Client {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(),
+		Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Username: user, Password: password,
 		DialOptions:        []grpc.DialOption{grpc.WithContextDialer(f.DialTCP)},
 		MaxCallSendMsgSize: 2 << 20, MaxCallRecvMsgSize: 64 << 20,
 	})

@@ -133,6 +133,10 @@ const (
 	// ReasonRestoreFailed: on an EtcdCluster, the EtcdRestore that seeds it failed; the message
 	// says how to retry.
 	ReasonRestoreFailed = "RestoreFailed"
+	// ReasonAuthFailed: etcd refused the operator's credentials (auth.secretName of the
+	// EtcdCluster or EtcdBackup), or the cluster runs with authentication and the operator has
+	// none, or the user lacks the root role; nothing is changed until the credentials work.
+	ReasonAuthFailed = "AuthFailed"
 	// ReasonObjectExists: a one-shot backup's exact path already holds an object; backups never
 	// overwrite one.
 	ReasonObjectExists = "ObjectExists"

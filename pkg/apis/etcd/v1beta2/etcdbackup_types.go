@@ -56,7 +56,8 @@ type BackupSpec struct {
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
 
 	// etcdCluster names an EtcdCluster in this namespace to back up, instead of etcdEndpoints.
-	// Its members and its TLS settings (TLS.static.operatorSecret) are used.
+	// Its members, its TLS settings (TLS.static.operatorSecret) and its credentials
+	// (auth.secretName) are used.
 	// +optional
 	EtcdCluster *EtcdClusterRef `json:"etcdCluster,omitempty"`
 
@@ -78,6 +79,13 @@ type BackupSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
+
+	// auth names the Secret with the etcd user and password for etcdEndpoints whose cluster
+	// runs with authentication (auth.secretName: username, default root, and password), as
+	// EtcdCluster's auth does. The user needs the root role (etcd serves snapshots to it only).
+	// For etcdCluster the cluster's own auth is used instead.
+	// +optional
+	Auth *AuthPolicy `json:"auth,omitempty"`
 
 	// pathType says how the key in the storage path names the object. Key (the default for a
 	// one-shot backup, as in coreos/etcd-operator): the object is written to exactly that key.

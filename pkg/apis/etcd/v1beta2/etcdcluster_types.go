@@ -94,6 +94,15 @@ type ClusterSpec struct {
 	// +optional
 	TLS *TLSPolicy `json:"TLS,omitempty"`
 
+	// auth runs the cluster with etcd authentication: the operator creates the user named in
+	// the Secret with its password, grants it etcd's root role and enables authentication once
+	// the cluster is Available, and every operator (members, backups, restores, drills)
+	// authenticates with these credentials. A cluster whose authentication is already enabled
+	// (by a person, or restored from a backup that had it) is only authenticated against.
+	// Unset: the operators use no credentials.
+	// +optional
+	Auth *AuthPolicy `json:"auth,omitempty"`
+
 	// bootstrap says how the cluster's first member is made. Unset: a new, empty seed member.
 	// The restore operator sets bootstrap.restore on the clusters it seeds from a backup; this
 	// is the explicit handshake by which the etcd operator adopts the seeded member and grows
@@ -256,6 +265,21 @@ type PodPolicy struct {
 	// +kubebuilder:validation:Pattern=`^\.?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
 	ClusterDomain string `json:"ClusterDomain,omitempty"`
+}
+
+// AuthPolicy names the credentials of a cluster that runs with etcd authentication.
+type AuthPolicy struct {
+	// secretName is a Secret in the cluster's namespace with the keys username (optional,
+	// default root) and password: the type kubernetes.io/basic-auth fits. The user needs etcd's
+	// root role (membership changes, snapshots, defragmentation and the restore's keyspace hash
+	// require it); etcd enables authentication only when a user named root with that role
+	// exists, so keep root unless authentication is already on. To change the password, change
+	// it in etcd first (etcdctl user passwd), then in the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	SecretName string `json:"secretName"`
 }
 
 // TLSPolicy is the TLS configuration of an etcd cluster.

@@ -37,6 +37,16 @@ const (
 	ClientTLSCAKey   = "etcd-client-ca.crt"
 )
 
+// Keys of an etcd credentials Secret (auth.secretName of an EtcdCluster or an EtcdBackup), those
+// of the kubernetes.io/basic-auth Secret type.
+const (
+	AuthUsernameKey = "username"
+	AuthPasswordKey = "password"
+	// DefaultAuthUsername is the user when the Secret has no username: etcd's root user, the
+	// one etcd requires before it enables authentication.
+	DefaultAuthUsername = "root"
+)
+
 // S3Source says where a backup lives in S3 or an S3-compatible store and how to reach it.
 type S3Source struct {
 	// path is "<bucket>/<key>". For a one-shot backup it is the object's key; for a periodic
