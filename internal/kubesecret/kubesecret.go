@@ -70,7 +70,7 @@ func Credentials(ctx context.Context, c client.Reader, ns, name string, access *
 func OperatorAccess(ctx context.Context, c client.Reader, cluster *etcdv1beta2.EtcdCluster) (etcdaccess.Access, error) {
 	var access etcdaccess.Access
 	if cluster.Spec.TLS.IsSecureClient() {
-		cfg, err := ClientTLS(ctx, c, cluster.Namespace, cluster.Spec.TLS.Static.OperatorSecret)
+		cfg, err := ClientTLS(ctx, c, cluster.Namespace, cluster.TLSSecrets().OperatorSecret)
 		if err != nil {
 			return access, err
 		}

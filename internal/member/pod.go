@@ -224,10 +224,11 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string
 }
 
 func addTLSVolumes(c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) {
-	if c.Spec.TLS == nil || c.Spec.TLS.Static == nil || c.Spec.TLS.Static.Member == nil {
+	secrets := c.TLSSecrets()
+	if secrets == nil || secrets.Member == nil {
 		return
 	}
-	m := c.Spec.TLS.Static.Member
+	m := secrets.Member
 	add := func(vol, secret, dir string) {
 		if secret == "" {
 			return

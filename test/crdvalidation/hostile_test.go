@@ -48,6 +48,12 @@ func TestHostileEtcdCluster(t *testing.T) {
 		{name: "peer secret with a space", manifest: cluster("size: 3\n  TLS:\n    static:\n      member: {peerSecret: \"peer tls\"}"), want: "peerSecret"},
 		{name: "auth secret with a slash", manifest: cluster("size: 3\n  auth: {secretName: other-ns/root}"), want: "secretName"},
 		{name: "auth without a secret", manifest: cluster("size: 3\n  auth: {}"), want: "spec.auth.secretName: Required value"},
+		{name: "TLS static and auto together", manifest: cluster("size: 3\n  TLS:\n    auto: {}\n    static: {member: {peerSecret: p}}"), want: "TLS.static and TLS.auto are exclusive"},
+		{name: "TLS auto validity too short", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 5m}"), want: "at least 10m"},
+		{name: "TLS auto renewBefore too short", manifest: cluster("size: 3\n  TLS:\n    auto: {renewBefore: 30s}"), want: "at least 5m"},
+		{name: "TLS auto renewBefore beyond validity", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 1h, renewBefore: 2h}"), want: "renewBefore must be shorter"},
+		{name: "TLS auto not a duration", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: soon}"), want: "validity"},
+		{name: "TLS auto is fine", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 2160h, renewBefore: 720h}")},
 		{name: "auth secret is fine", manifest: cluster("size: 3\n  auth: {secretName: etcd-root}")},
 		{name: "peer secret too long", manifest: cluster("size: 3\n  TLS:\n    static:\n      member: {peerSecret: " + strings.Repeat("p", 254) + "}"), want: "peerSecret"},
 		// Quantities.

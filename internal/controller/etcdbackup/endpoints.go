@@ -49,7 +49,7 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 		t.name = cl.Name
 		t.endpoints = clusterEndpoints(cl)
 		if cl.Spec.TLS.IsSecureClient() {
-			tlsSecret = cl.Spec.TLS.Static.OperatorSecret
+			tlsSecret = cl.TLSSecrets().OperatorSecret
 		}
 		authSecret = ""
 		if cl.Spec.Auth != nil {

@@ -97,7 +97,7 @@ func (f *fakeEtcd) connect(cfg cluster.Config) (cluster.Client, error) {
 	}
 	if len(f.members) == 0 && len(cfg.Endpoints) > 0 { // the seed's pod runs: it forms the cluster
 		f.nextID++
-		f.members = append(f.members, cluster.Member{ID: f.nextID, PeerURLs: []string{"http://" + strings.TrimPrefix(cfg.Endpoints[0], "http://")}})
+		f.members = append(f.members, cluster.Member{ID: f.nextID, PeerURLs: []string{"http://" + strings.TrimPrefix(strings.TrimPrefix(cfg.Endpoints[0], "https://"), "http://")}})
 	}
 	for i, m := range f.members {
 		if _, ok := running[m.PodName()]; ok && !m.Started() {

@@ -35,7 +35,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 
 // Reconciler reconciles EtcdCluster objects.
@@ -105,15 +105,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 //  2. Defer the single status patch; observedGeneration only when the pass succeeded, Ready
 //     (with Reconciling or Stalled) from what the pass wrote.
 //  3. Unless paused: ensure the headless peer Service and the client Service (a foreign one
-//     in the way stops the pass: NotOwned), the PodDisruptionBudget, and sole ownership of the
+//     in the way stops the pass: NotOwned), the TLS.auto CA and certificates (made, or issued
+//     again inside their renewal window), the PodDisruptionBudget, and sole ownership of the
 //     members (legacy restore seeds adopted, EtcdRestore owner references removed; a change
 //     ends the pass).
 //  4. Observe: the cluster's own member pods and volumes (foreign names reserved), etcd's
-//     member list and each member's status (one etcd client, closed at the end of the pass).
+//     member list and each member's status (one etcd client with the cluster's certificate and
+//     credentials, closed at the end of the pass; refused credentials stop it: AuthFailed).
 //  5. Record the observed status; spec.paused -> condition Paused, change nothing.
 //  6. Decide the target version (unsupported paths are refused with a condition), let
 //     cluster.Next pick the single next step (held back unless the member list is
-//     linearizable and of the recorded cluster), carry it out.
+//     linearizable and of the recorded cluster), carry it out; when membership needs nothing,
+//     the upkeep: spec.auth turned on, member volumes grown, the storage's maintenance.
 //  7. Set conditions, phase, events (a Warning when a refusal starts) and metrics; requeue
 //     shortly after a change, later while waiting on etcd.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
@@ -145,6 +148,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var pdbErr error
 	if !c.Spec.Paused {
 		if err := r.reconcileServices(ctx, c); err != nil {
+			return r.stop(before, c, err)
+		}
+		// TLS.auto certificates before any member pod mounts them.
+		if err := r.reconcileTLS(ctx, c); err != nil {
 			return r.stop(before, c, err)
 		}
 		// A foreign budget of that name does not stop the members' care: reported below.

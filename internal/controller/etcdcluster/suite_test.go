@@ -59,7 +59,7 @@ func runSuite(m *testing.M) int {
 func fakeFor(cfg cluster.Config) *fakeEtcd {
 	ns := ""
 	if len(cfg.Endpoints) > 0 {
-		if parts := strings.Split(strings.TrimPrefix(cfg.Endpoints[0], "http://"), "."); len(parts) > 2 {
+		if parts := strings.Split(strings.TrimPrefix(strings.TrimPrefix(cfg.Endpoints[0], "https://"), "http://"), "."); len(parts) > 2 {
 			ns = parts[2]
 		}
 	}

@@ -84,7 +84,11 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	if err := r.Create(ctx, c); err != nil {
 		return nil, fmt.Errorf("creating EtcdCluster %s: %w", name, err)
 	}
-	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) whose members %s are restored from the backup at once", name, c.Spec.Size, c.Spec.Version, strings.Join(names, ", "))
+	tlsNote := ""
+	if c.Spec.TLS != nil && c.Spec.TLS.Auto != nil {
+		tlsNote = "; TLS certificates for its own names are made by the etcd operator (TLS.auto)"
+	}
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) whose members %s are restored from the backup at once%s", name, c.Spec.Size, c.Spec.Version, strings.Join(names, ", "), tlsNote)
 	return c, nil
 }
 
@@ -218,5 +222,10 @@ func (r *Reconciler) template(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	}
 	t := templateOf(c)
 	t.Labels, t.Annotations = nil, nil // a scratch cluster is not the template's twin for selectors
+	if t.Spec.TLS != nil && t.Spec.TLS.Static != nil {
+		// The template's certificates name the template's members and Service, not this
+		// cluster's: the new cluster gets certificates of its own, made by the etcd operator.
+		t.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+	}
 	return t, nil
 }

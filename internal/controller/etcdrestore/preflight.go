@@ -106,8 +106,14 @@ func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdResto
 		store.Close()
 	}
 	// The operator certificate and the etcd credentials the restored members are verified
-	// with: without them the restore could not tell success from failure.
-	if _, err := kubesecret.OperatorAccess(ctx, r.Client, c); err != nil {
+	// with: without them the restore could not tell success from failure. TLS.auto certificates
+	// are the etcd operator's to make, for the cluster the restore creates.
+	probe := c
+	if c.Spec.TLS != nil && c.Spec.TLS.Auto != nil {
+		probe = c.DeepCopy()
+		probe.Spec.TLS = nil
+	}
+	if _, err := kubesecret.OperatorAccess(ctx, r.Client, probe); err != nil {
 		if reason.Of(err) == "" {
 			return err
 		}

@@ -334,3 +334,24 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestNewNameGetsItsOwnCertificates: a restore into a new name of a cluster with static TLS makes
+// a cluster with TLS.auto: the template's certificates name the template's members, so the new
+// cluster's certificates are made for its own names by the etcd operator.
+func TestNewNameGetsItsOwnCertificates(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	tmpl := cluster(ns, "tmpl", 1)
+	tmpl.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "tmpl-peer"}}}
+	create(t, tmpl)
+	rs := s.restore(ns, "copy", "copy", "etcd.backup")
+	rs.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
+	create(t, rs)
+	testutil.Eventually(t, testutil.Timeout, "cluster copy", func() (bool, string) {
+		c, err := getCluster(t, ns, "copy")
+		if err != nil {
+			return false, err.Error()
+		}
+		return c.Spec.TLS != nil && c.Spec.TLS.Auto != nil && c.Spec.TLS.Static == nil, fmt.Sprintf("TLS %+v", c.Spec.TLS)
+	})
+}

@@ -28,12 +28,36 @@ func (s *ClusterSpec) Image() string {
 
 // IsSecureClient reports whether members serve clients over TLS.
 func (t *TLSPolicy) IsSecureClient() bool {
-	return t != nil && t.Static != nil && t.Static.OperatorSecret != ""
+	return t != nil && (t.Auto != nil || (t.Static != nil && t.Static.OperatorSecret != ""))
 }
 
 // IsSecurePeer reports whether members talk to each other over TLS.
 func (t *TLSPolicy) IsSecurePeer() bool {
-	return t != nil && t.Static != nil && t.Static.Member != nil && t.Static.Member.PeerSecret != ""
+	return t != nil && (t.Auto != nil || (t.Static != nil && t.Static.Member != nil && t.Static.Member.PeerSecret != ""))
+}
+
+// Names of the Secrets the operator makes for TLS.auto, after the cluster's name.
+const (
+	AutoTLSCASuffix       = "-ca"
+	AutoTLSPeerSuffix     = "-peer-tls"
+	AutoTLSServerSuffix   = "-server-tls"
+	AutoTLSOperatorSuffix = "-operator-tls"
+)
+
+// TLSSecrets names the Secrets the cluster's TLS uses: TLS.static as written, the operator's
+// own Secrets for TLS.auto, nil without TLS. Every reader of certificates goes through it.
+func (c *EtcdCluster) TLSSecrets() *StaticTLS {
+	switch t := c.Spec.TLS; {
+	case t == nil:
+		return nil
+	case t.Auto != nil:
+		return &StaticTLS{
+			Member:         &MemberSecret{PeerSecret: c.Name + AutoTLSPeerSuffix, ServerSecret: c.Name + AutoTLSServerSuffix},
+			OperatorSecret: c.Name + AutoTLSOperatorSuffix,
+		}
+	default:
+		return t.Static
+	}
 }
 
 // ClientServiceName is the name of the Service clients connect to.

@@ -283,10 +283,40 @@ type AuthPolicy struct {
 }
 
 // TLSPolicy is the TLS configuration of an etcd cluster.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.static) && has(self.auto))",message="TLS.static and TLS.auto are exclusive: the certificates come from your Secrets or the operator makes them"
 type TLSPolicy struct {
 	// static uses certificates the user put into Kubernetes Secrets.
 	// +optional
 	Static *StaticTLS `json:"static,omitempty"`
+	// auto has the operator make the cluster's certificates: a CA of its own, peer and server
+	// certificates for the members' and the client Service's names, and a client certificate for
+	// the operators, each in a Secret the cluster owns, renewed before they expire while the
+	// members serve (etcd reads its certificate files at each new connection). Peer and client
+	// traffic is TLS with client certificates required. A restore into a new name copies auto and
+	// gets certificates for its own names.
+	// +optional
+	Auto *AutoTLS `json:"auto,omitempty"`
+}
+
+// AutoTLS configures the certificates the operator makes. The Secrets are <cluster>-ca
+// (ca.crt, ca.key), <cluster>-peer-tls (peer.crt, peer.key, peer-ca.crt), <cluster>-server-tls
+// (server.crt, server.key, server-ca.crt) and <cluster>-operator-tls (etcd-client.crt,
+// etcd-client.key, etcd-client-ca.crt: the client certificate clients in the namespace may use).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.validity) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.validity)",message="TLS.auto.renewBefore must be shorter than TLS.auto.validity"
+type AutoTLS struct {
+	// validity is how long each peer, server and client certificate is valid, as a Go duration
+	// (e.g. 2160h). At least 10m. Defaults to 2160h (90 days). The CA is valid for 10 years.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="TLS.auto.validity must be a duration of at least 10m, such as 2160h"
+	// +optional
+	Validity *metav1.Duration `json:"validity,omitempty"`
+	// renewBefore is how long before a certificate expires the operator replaces it. At least
+	// 5m (the renewed Secret takes up to about a minute to reach the members' files). Defaults
+	// to a third of validity, at least 5m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="TLS.auto.renewBefore must be a duration of at least 5m: a renewed certificate needs time to reach the members"
+	// +optional
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
 }
 
 // StaticTLS names the Secrets that hold the cluster's certificates.
