@@ -1,9 +1,7 @@
 package snapshot_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/etcd-operator/etcd-operator/pkg/backend/memory"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
@@ -18,17 +16,7 @@ func TestTakeAuth(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	snapshottest.Put(t, cli, "/auth/", 20, 64)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if _, err := cli.UserAdd(ctx, "root", "s3cret"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.AuthEnable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	snapshottest.EnableAuth(t, cli, "s3cret")
 
 	for _, tc := range []struct {
 		name, user, password string

@@ -279,15 +279,7 @@ func TestOneShotBackupAuth(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	snapshottest.Put(t, cli, "/k/", 20, 64)
-	for _, step := range []func() error{
-		func() error { _, err := cli.UserAdd(t.Context(), "root", "s3cret"); return err },
-		func() error { _, err := cli.UserGrantRole(t.Context(), "root", "root"); return err },
-		func() error { _, err := cli.AuthEnable(t.Context()); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	snapshottest.EnableAuth(t, cli, "s3cret")
 	ns := namespace(t)
 	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "creds", bucket.Secret)

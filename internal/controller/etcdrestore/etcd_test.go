@@ -28,15 +28,7 @@ func TestCheckMemberAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []func() error{
-		func() error { _, err := cli.UserAdd(ctx, "root", "s3cret"); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	snapshottest.EnableAuth(t, cli, "s3cret")
 	got, err := checkMember(ctx, e.Endpoint, etcdaccess.Access{Username: "root", Password: "s3cret"}, rev)
 	if err != nil {
 		t.Fatal(err)

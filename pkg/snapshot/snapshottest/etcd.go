@@ -224,3 +224,20 @@ func Put(t testing.TB, cli *clientv3.Client, prefix string, n, valueSize int) {
 		}
 	}
 }
+
+// EnableAuth turns authentication on in the etcd cli talks to: user root with password and the
+// root role, as `etcdctl user add root && etcdctl auth enable` would.
+func EnableAuth(t testing.TB, cli *clientv3.Client, password string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.UserAdd(ctx, "root", password); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -35,7 +35,7 @@ func TestCreateScaleUpDown(t *testing.T) {
 	checkMembers(t, f, nil, "http", ns, "c", 3, "hello", "world")
 	checkMemberDetails(t, f, cli, ns, "c", 3)
 
-	w := startWriter(t, cli)
+	w := framework.StartWriter(cli, "w-")
 	scale(t, f, ns, "c", 5)
 	took = waitAvailable(t, f, ns, "c", 5, 5*time.Minute)
 	t.Logf("MEASURE scale 3 -> 5 -> Available: %s", took.Round(100*time.Millisecond))
@@ -43,7 +43,7 @@ func TestCreateScaleUpDown(t *testing.T) {
 	scale(t, f, ns, "c", 3)
 	took = waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
 	t.Logf("MEASURE scale 5 -> 3 -> Available: %s", took.Round(100*time.Millisecond))
-	w.finish(t)
+	w.Finish(t)
 	checkMembers(t, f, nil, "http", ns, "c", 3, "hello", "world")
 }
 
@@ -167,7 +167,7 @@ func TestUpgrade35To36(t *testing.T) {
 	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
 	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
 	put(t, cli, "k", "v")
-	w := startWriter(t, cli)
+	w := framework.StartWriter(cli, "w-")
 	c = getCluster(t, f, ns, "c")
 	before := c.DeepCopy()
 	c.Spec.Version = newVersion
@@ -184,7 +184,7 @@ func TestUpgrade35To36(t *testing.T) {
 	})
 	t.Logf("MEASURE upgrade 3.5 -> 3.6 (3 members): %s", time.Since(start).Round(100*time.Millisecond))
 	waitAvailable(t, f, ns, "c", 3, 2*time.Minute)
-	w.finish(t)
+	w.Finish(t)
 	for _, p := range memberPods(t, f, ns, "c") {
 		if img := p.Spec.Containers[0].Image; img != framework.EtcdImage(newVersion) {
 			t.Errorf("pod %s runs %s", p.Name, img)

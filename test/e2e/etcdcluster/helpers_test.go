@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -160,71 +159,6 @@ func checkMembers(t testing.TB, f *framework.Framework, tlsCfg *tls.Config, sche
 		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != want {
 			t.Fatalf("reading %s through %s: %v %v, want %q", k, ep, resp, err, want)
 		}
-	}
-}
-
-// writer puts keys w-000000, w-000001, ... through the client Service until stopped and
-// remembers which writes etcd acknowledged.
-type writer struct {
-	cli    *clientv3.Client
-	stop   chan struct{}
-	done   chan struct{}
-	mu     sync.Mutex
-	acked  []string
-	failed int
-}
-
-func startWriter(t testing.TB, cli *clientv3.Client) *writer {
-	w := &writer{cli: cli, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for i := 0; ; i++ {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			k := fmt.Sprintf("w-%06d", i)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err := cli.Put(ctx, k, k)
-			cancel()
-			w.mu.Lock()
-			if err == nil {
-				w.acked = append(w.acked, k)
-			} else {
-				w.failed++
-			}
-			w.mu.Unlock()
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	return w
-}
-
-// finish stops the writer and checks that every acknowledged write is readable.
-func (w *writer) finish(t testing.TB) {
-	t.Helper()
-	close(w.stop)
-	<-w.done
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := w.cli.Get(ctx, "w-", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatalf("reading the writer's keys: %v", err)
-	}
-	have := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		have[string(kv.Key)] = true
-	}
-	lost := 0
-	for _, k := range w.acked {
-		if !have[k] {
-			lost++
-		}
-	}
-	t.Logf("continuous writer: %d writes acknowledged, %d failed (retried as new keys), %d acknowledged writes lost", len(w.acked), w.failed, lost)
-	if lost > 0 || len(w.acked) == 0 {
-		t.Fatalf("%d of %d acknowledged writes lost", lost, len(w.acked))
 	}
 }
 

@@ -57,7 +57,7 @@ func TestAutoTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := startWrites(cli)
+	w := framework.StartWriter(cli, "/tls-writes/")
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s := secret(t, f, ns, "db-server-tls")
 		crt, key, err := ca.Issue(certs.Leaf{CommonName: "db server", DNSNames: served(t, f, memberURL(ns, "db", "db-0")).DNSNames, Server: true, Client: true}, time.Now(), 6*time.Minute)
@@ -100,11 +100,7 @@ func TestAutoTLS(t *testing.T) {
 		})
 	}
 	t.Logf("MEASURE TLS.auto renewal reached every member: %s after the operator's pass", time.Since(touched).Round(time.Second))
-	acked, failed, lost := w.finish(t, cli)
-	t.Logf("writes during the renewal: %d acknowledged, %d failed, %d lost", acked, failed, lost)
-	if lost > 0 || acked == 0 {
-		t.Fatalf("%d of %d acknowledged writes lost", lost, acked)
-	}
+	w.Finish(t)
 	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
 
 	// 3. Backup and a restore into a new name.
@@ -204,58 +200,4 @@ func certSerial(t *testing.T, pemData []byte) *big.Int {
 		t.Fatal(err)
 	}
 	return c.SerialNumber
-}
-
-// writes puts keys through the client Service until finish and counts acknowledged ones.
-type writes struct {
-	stop, done chan struct{}
-	acked      []string
-	failed     int
-}
-
-func startWrites(cli *clientv3.Client) *writes {
-	w := &writes{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for i := 0; i < 100_000; i++ { // bounded; finish stops it long before
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			k := fmt.Sprintf("/tls-writes/%06d", i)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err := cli.Put(ctx, k, k)
-			cancel()
-			if err != nil {
-				w.failed++
-			} else {
-				w.acked = append(w.acked, k)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	return w
-}
-
-func (w *writes) finish(t *testing.T, cli *clientv3.Client) (acked, failed, lost int) {
-	t.Helper()
-	close(w.stop)
-	<-w.done
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	resp, err := cli.Get(ctx, "/tls-writes/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		have[string(kv.Key)] = true
-	}
-	for _, k := range w.acked {
-		if !have[k] {
-			lost++
-		}
-	}
-	return len(w.acked), w.failed, lost
 }
