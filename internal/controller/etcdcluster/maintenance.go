@@ -31,6 +31,7 @@ func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, o
 	if err != nil {
 		return cluster.MaintenanceAction{}, ctrl.Result{RequeueAfter: requeueSteady}, err
 	}
+	policy.QuotaExceeded = obs.quotaExceeded
 	alarms, err := obs.etcd.Alarms(ctx)
 	if err != nil {
 		return cluster.MaintenanceAction{}, ctrl.Result{}, fmt.Errorf("listing alarms of %s: %w", klog.KObj(c), err)

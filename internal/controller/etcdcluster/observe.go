@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +31,9 @@ type observation struct {
 	etcd cluster.Client // nil when no member pod runs; closed by the caller
 	// probeErrs holds, per member ID, why its status call failed (for status.members.details).
 	probeErrs map[uint64]string
+	// quotaExceeded: the previous pass found the quota too small for the data (Degraded
+	// QuotaExceeded), read before this pass rewrites the conditions.
+	quotaExceeded bool
 }
 
 // ClientFactory connects to an etcd cluster; tests replace it with a fake.
@@ -48,6 +53,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	obs.Pods = map[string]cluster.PodState{}
 	obs.PVCs = map[string]bool{}
 	obs.ReservedNames = map[string]bool{}
+	if d := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded); d != nil {
+		obs.quotaExceeded = d.Status == metav1.ConditionTrue && d.Reason == etcdv1beta2.ReasonQuotaExceeded
+	}
 	obs.Status = map[uint64]cluster.EndpointStatus{}
 	obs.Formed = c.Status.ClusterID != ""
 	obs.RecordedClusterID, _ = strconv.ParseUint(c.Status.ClusterID, 16, 64)
