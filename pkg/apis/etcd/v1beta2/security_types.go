@@ -1,0 +1,93 @@
+package v1beta2
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Security settings of an EtcdCluster: etcd authentication (spec.auth) and TLS (spec.TLS).
+
+// AuthPolicy names the credentials of a cluster that runs with etcd authentication.
+type AuthPolicy struct {
+	// secretName is a Secret in the cluster's namespace with the keys username (optional,
+	// default root) and password: the type kubernetes.io/basic-auth fits. The user needs etcd's
+	// root role (membership changes, snapshots, defragmentation and the restore's keyspace hash
+	// require it); etcd enables authentication only when a user named root with that role
+	// exists, so keep root unless authentication is already on. To change the password, change
+	// it in etcd first (etcdctl user passwd), then in the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	SecretName string `json:"secretName"`
+}
+
+// TLSPolicy is the TLS configuration of an etcd cluster.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.static) && has(self.auto))",message="TLS.static and TLS.auto are exclusive: the certificates come from your Secrets or the operator makes them"
+type TLSPolicy struct {
+	// static uses certificates the user put into Kubernetes Secrets.
+	// +optional
+	Static *StaticTLS `json:"static,omitempty"`
+	// auto has the operator make the cluster's certificates: a CA of its own, peer and server
+	// certificates for the members' and the client Service's names, and a client certificate for
+	// the operators, each in a Secret the cluster owns, renewed before they expire while the
+	// members serve (etcd reads its certificate files at each new connection). Peer and client
+	// traffic is TLS with client certificates required. A restore into a new name copies auto and
+	// gets certificates for its own names.
+	// +optional
+	Auto *AutoTLS `json:"auto,omitempty"`
+}
+
+// AutoTLS configures the certificates the operator makes. The Secrets are <cluster>-ca
+// (ca.crt, ca.key), <cluster>-peer-tls (peer.crt, peer.key, peer-ca.crt), <cluster>-server-tls
+// (server.crt, server.key, server-ca.crt) and <cluster>-operator-tls (etcd-client.crt,
+// etcd-client.key, etcd-client-ca.crt: the client certificate clients in the namespace may use).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.validity) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.validity)",message="TLS.auto.renewBefore must be shorter than TLS.auto.validity"
+type AutoTLS struct {
+	// validity is how long each peer, server and client certificate is valid, as a Go duration
+	// (e.g. 2160h). At least 10m. Defaults to 2160h (90 days). The CA is valid for 10 years.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="TLS.auto.validity must be a duration of at least 10m, such as 2160h"
+	// +optional
+	Validity *metav1.Duration `json:"validity,omitempty"`
+	// renewBefore is how long before a certificate expires the operator replaces it. At least
+	// 5m (the renewed Secret takes up to about a minute to reach the members' files). Defaults
+	// to a third of validity, at least 5m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="TLS.auto.renewBefore must be a duration of at least 5m: a renewed certificate needs time to reach the members"
+	// +optional
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// StaticTLS names the Secrets that hold the cluster's certificates.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.operatorSecret) == (has(self.member) && has(self.member.serverSecret))",message="TLS.static.operatorSecret and TLS.static.member.serverSecret go together: a cluster that serves clients over TLS needs a client certificate for the operator, and the other way round"
+type StaticTLS struct {
+	// member names the Secrets that member pods use.
+	// +optional
+	Member *MemberSecret `json:"member,omitempty"`
+	// operatorSecret is the Secret with the client certificate the operators use to talk to
+	// this cluster: etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	OperatorSecret string `json:"operatorSecret,omitempty"`
+}
+
+// MemberSecret names the Secrets with the certificates of member pods.
+type MemberSecret struct {
+	// peerSecret is the Secret with the certificate members use between themselves:
+	// peer.crt, peer.key, peer-ca.crt. Its certificate must be valid for
+	// *.<cluster>.<namespace>.svc (and the same names with the cluster domain).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	PeerSecret string `json:"peerSecret,omitempty"`
+	// serverSecret is the Secret with the certificate members serve clients with:
+	// server.crt, server.key, server-ca.crt. Its certificate must be valid for the member names
+	// and <cluster>-client.<namespace>.svc.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ServerSecret string `json:"serverSecret,omitempty"`
+}
