@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -53,10 +54,9 @@ func exists(t *testing.T, ns, name string) bool {
 // deletes the running backup and starts the new run.
 func TestConcurrencyPolicy(t *testing.T) {
 	ns := namespace(t)
-	if now := time.Now(); now.After(clock.Now()) {
-		clock.Set(now)
-	}
+	clockBetweenRuns(10 * time.Minute)
 	s := newSchedule(ns, "slow", "*/10 * * * *", []string{blackhole(t)}, nil, "")
+	s.Spec.StartingDeadlineSeconds = ptr.To[int64](60) // no run made up: see clockBetweenRuns
 	createSchedule(t, s)
 	testutil.Eventually(t, 10*time.Second, "nextScheduleTime", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")

@@ -273,10 +273,9 @@ func TestScheduledDrill(t *testing.T) {
 // the controller reports as TemplateNotFound, is refused at admission now: test/crdvalidation.)
 func TestDrillInvalid(t *testing.T) {
 	ns := namespace(t)
-	if now := time.Now(); now.After(clock.Now()) {
-		clock.Set(now)
-	}
+	clockBetweenRuns(time.Hour)
 	bad := newSchedule(ns, "bad-drill", "0 * * * *", []string{"http://127.0.0.1:1"}, nil, "")
+	bad.Spec.StartingDeadlineSeconds = ptr.To[int64](60) // no run made up: see clockBetweenRuns
 	bad.Spec.RestoreDrill = &etcdv1beta2.RestoreDrillSpec{Schedule: "0 0 30 2 *", ClusterTemplate: &etcdv1beta2.EtcdClusterRef{Name: "prod"}}
 	createSchedule(t, bad)
 	for name, reason := range map[string]string{"bad-drill": etcdv1beta2.ReasonInvalidSchedule} {

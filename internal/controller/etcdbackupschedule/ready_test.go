@@ -71,18 +71,20 @@ func TestReadyCondition(t *testing.T) {
 	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
 		t.Fatal(err)
 	}
-	if now := time.Now(); now.After(clock.Now()) {
-		clock.Set(now)
-	}
+	clockBetweenRuns(time.Hour)
 	s := newSchedule(ns, "ready", "0 * * * *", nil, bucket, "aws")
 	s.Spec.BackupTemplate.Spec.EtcdCluster = &etcdv1beta2.EtcdClusterRef{Name: "nope"}
 	// Other tests moved the fake clock ahead of the real one, in which the schedule is created:
 	// runs between the creation and the clock would be made up at once (and fail, before the
-	// test saw Ready). A starting deadline skips them; the runs the test makes are 10 s late.
+	// test saw Ready). A starting deadline skips them (the clock is half an hour past the last
+	// of them); the runs the test makes are 10 s late.
 	s.Spec.StartingDeadlineSeconds = ptr.To[int64](60)
 	createSchedule(t, s)
 	s = waitKstatus(t, ns, "ready", "Ready=True/AsExpected Reconciling=<none> Stalled=<none>")
 
+	if n := len(backups(t, ns)); n != 0 {
+		t.Fatalf("%d backups made up at creation: the premise of this test is a schedule with no run yet", n)
+	}
 	run := s.Status.NextScheduleTime.Time
 	advance(t, ns, "ready", run.Add(10*time.Second))
 	s = waitKstatus(t, ns, "ready", "Ready=False/BackupFailed Reconciling=<none> Stalled=True/BackupFailed")

@@ -42,6 +42,23 @@ func (c *fakeClock) Set(t time.Time) {
 	c.t = t
 }
 
+// clockBetweenRuns moves the clock (never backwards) to the wall time and then, when it stands in
+// the first half of a period (an hour for "0 * * * *", 10 minutes for "*/10 * * * *"), to the
+// middle of it. Earlier tests leave the clock ahead of the wall time, often seconds after a run;
+// a schedule created now (its creation is wall time) would make up that run at once. With a
+// starting deadline under half the period it skips every run before the clock instead, whatever
+// the time of day.
+func clockBetweenRuns(period time.Duration) {
+	c := clock.Now()
+	if now := time.Now(); now.After(c) {
+		c = now
+	}
+	if start := c.Truncate(period); c.Sub(start) < period/2 {
+		c = start.Add(period / 2)
+	}
+	clock.Set(c)
+}
+
 // TestMain starts envtest and a manager with the real EtcdBackup controller and the schedule
 // controller on the fake clock.
 func TestMain(m *testing.M) {
