@@ -124,7 +124,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 	}
 	rep.add(figure{Name: "backup (EtcdBackup, 3-member cluster, into MinIO)", Size: label, Values: backupSecs, Note: fmt.Sprintf("snapshot %d MiB", snapshotBytes>>20)})
 	rep.add(figure{Name: "backup operator peak RSS during the backup (VmHWM)", Size: label, Values: backupRSS, Unit: "MiB", Target: "< 128 MiB", TargetMax: 128,
-		Miss: "the operator's own memory (informer caches and clients: 60-70 MiB in `make bench-scale`) plus the backup stream (the S3 part pool, 5 x 8 MiB, the 4 MiB read-ahead, gRPC and HTTP buffers) and the garbage collector's headroom under GOMEMLIMIT=96MiB; the same stream in a process of its own peaks at 106-118 MiB at every size up to 4 GiB (bench/results/backup.md). What would close it: a smaller part pool for the operator (5 MiB parts, or 3 in flight), a GOMEMLIMIT nearer the live heap, fewer cached kinds."})
+		Miss: "the pages of the operator's own 93 MB binary (file-backed: 61 MiB of an idle operator's 77 MiB; the three cloud SDKs, the Google one with gRPC and OpenTelemetry) plus its heap, which a backup grows to GOMEMLIMIT=96MiB (the S3 part pool, 6 x 8 MiB, the 4 MiB read-ahead, gRPC and HTTP buffers, the garbage collector's headroom); the same stream in a process of its own peaks at 106-118 MiB at every size up to 4 GiB (bench/results/backup.md). What would close it: 5 MiB parts with a GOMEMLIMIT of 64-72 MiB (measured on the stream alone: 92-94 MiB at 72MiB), and a smaller binary (the Google client without its gRPC transport); docs/backups.md has the figures."})
 	object := fmt.Sprintf("src/%d.backup", rep.Runs-1)
 
 	manual := "manual chain: download + etcdutl snapshot restore + start one etcd"
