@@ -17,6 +17,8 @@
 # E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops the object stores and the
 # local cluster afterwards. E2E_PKGS (default ./test/e2e/...) and E2E_TAGS (default e2e) choose
 # the test packages and build tags (hack/chaos.sh runs ./test/chaos with "e2e,chaos").
+# A failed test's namespace is dumped (pods, events, container and operator logs) into
+# E2E_DUMP_DIR (default .cache/e2e/dumps/<namespace>.txt); the test log names the file.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
@@ -30,6 +32,8 @@ else
   "$ROOT_DIR/hack/build-k8s.sh" kubectl
 fi
 export E2E_KUBECTL="${E2E_KUBECTL:-$KUBECTL}"
+# A failed test's namespace dump (pods, events, logs) goes there, not into the test log.
+export E2E_DUMP_DIR="${E2E_DUMP_DIR:-$CACHE_DIR/e2e/dumps}"
 timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply
 
 rc=0

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,20 @@ func (f *Framework) MetricsToken(t testing.TB, ns, clusterRole string) string {
 		t.Fatalf("binding %s: %v", clusterRole, err)
 	}
 	t.Cleanup(func() { _ = f.Client.Delete(context.Background(), binding) })
+	// The operators ask the API server whether a scraper may GET /metrics and keep a "no" for
+	// 30 s (controller-runtime's DenyCacheTTL). The API server's RBAC authorizer learns of the
+	// binding through a watch, so a scrape at once can be refused and then refused from that
+	// cache for longer than a test waits: scrape only once the API server itself says yes.
+	user := "system:serviceaccount:" + ns + ":" + sa.Name
+	Eventually(t, time.Minute, user+" may GET /metrics", func(ctx context.Context) (bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+		}}
+		if err := f.Client.Create(ctx, sar); err != nil {
+			return false, err
+		}
+		return sar.Status.Allowed, fmt.Errorf("not allowed yet: %s", sar.Status.Reason)
+	})
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	if err := f.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
 		t.Fatalf("requesting a token of %s/%s: %v", ns, sa.Name, err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,8 +24,8 @@ const TestLabel = "e2e.etcd.database.coreos.com/test"
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // CreateNamespace creates a namespace named e2e-<base>-<random> for one test. On cleanup it
-// logs the namespace's pods, events and logs when the test failed, then deletes it (unless
-// E2E_KEEP_NAMESPACES=1).
+// keeps the namespace's pods, events and logs when the test failed (DumpNamespace), then
+// deletes it (unless E2E_KEEP_NAMESPACES=1).
 func (f *Framework) CreateNamespace(t testing.TB, base string) string {
 	t.Helper()
 	base = strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(base), "-"), "-")
@@ -62,8 +63,11 @@ func (f *Framework) CreateNamespace(t testing.TB, base string) string {
 	return ns.Name
 }
 
-// DumpNamespace logs what a human needs to debug a failed test: pods with their container
-// states, the namespace's events, and the tail of every container's log.
+// DumpNamespace keeps what a human needs to debug a failed test: pods with their container
+// states, the namespace's events, the tail of every container's log, and the operators' log
+// lines that name the namespace. With E2E_DUMP_DIR set (hack/e2e.sh sets .cache/e2e/dumps) it
+// goes to <dir>/<namespace>.txt and the test log gets one line, so a failed test's own messages
+// stay next to its FAIL line; without it, into the test log.
 func (f *Framework) DumpNamespace(t testing.TB, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -101,5 +105,34 @@ func (f *Framework) DumpNamespace(t testing.TB, ns string) {
 			fmt.Fprintf(&b, "----- logs %s/%s\n%s\n", p.Name, c.Name, data)
 		}
 	}
-	t.Log(b.String())
+	for _, op := range []string{"etcd-operator", "backup-operator", "restore-operator"} {
+		out, errOut, err := f.Kubectl(ctx, "-n", OperatorNamespace, "logs", "deployment/"+op, "--all-containers", "--tail=-1")
+		if err != nil {
+			fmt.Fprintf(&b, "----- %s log: %v: %s\n", op, err, errOut)
+			continue
+		}
+		fmt.Fprintf(&b, "----- %s log, the lines that name %s\n", op, ns)
+		for line := range strings.Lines(out) {
+			if strings.Contains(line, ns) {
+				b.WriteString(line)
+			}
+		}
+	}
+	dir := os.Getenv("E2E_DUMP_DIR")
+	if dir == "" {
+		t.Log(b.String())
+		return
+	}
+	path := filepath.Join(dir, ns+".txt")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("dump %s: %v", ns, err)
+		t.Log(b.String())
+		return
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Logf("dump %s: %v", ns, err)
+		t.Log(b.String())
+		return
+	}
+	t.Logf("namespace %s: %d pods, %d events; its dump is in %s", ns, len(pods.Items), len(events.Items), path)
 }

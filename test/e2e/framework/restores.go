@@ -50,7 +50,6 @@ func (f *Framework) WaitRestoreSucceeded(t testing.TB, ns, name string, timeout 
 	t.Helper()
 	rs := f.WaitRestoreFinished(t, ns, name, timeout)
 	if !rs.Status.Succeeded {
-		f.DumpNamespace(t, ns)
 		t.Fatalf("EtcdRestore %s failed: %s", name, rs.Status.Reason)
 	}
 	return rs

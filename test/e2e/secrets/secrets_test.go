@@ -115,7 +115,7 @@ func metrics(t *testing.T, f *framework.Framework, deployment string) string {
 	addr := f.PortForward(t, framework.OperatorNamespace, "deployment/"+deployment, 8443)
 	token := f.MetricsToken(t, framework.OperatorNamespace, framework.MetricsReaderRole)
 	var body string
-	framework.Eventually(t, 30*time.Second, "metrics of "+deployment, func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, time.Minute, "metrics of "+deployment, func(ctx context.Context) (bool, error) {
 		var err error
 		body, err = f.ScrapeMetrics(ctx, addr, token)
 		return err == nil, err
