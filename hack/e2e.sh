@@ -14,9 +14,13 @@
 # test/e2e/framework.ObjectStores reads, and E2E_OBJSTORES_REQUIRED=1 (fail instead of skip).
 # With KUBECONFIG set, export E2E_OBJSTORES_ENV yourself (an env file with the OBJSTORE_*
 # variables of stores the cluster's pods reach) or the object store tests skip.
-# E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops the object stores and the
-# local cluster afterwards. E2E_PKGS (default ./test/e2e/...) and E2E_TAGS (default e2e) choose
+# E2E_TIMEOUT (default 60m) is go test's -timeout; E2E_DOWN=1 stops cert-manager, the object
+# stores and the local cluster afterwards. E2E_PKGS (default ./test/e2e/...) and E2E_TAGS (default e2e) choose
 # the test packages and build tags (hack/chaos.sh runs ./test/chaos with "e2e,chaos").
+# On the local cluster, for the e2e packages, it also runs cert-manager (hack/cert-manager.sh up:
+# its CRDs and controllers, built from its Go module) and exports E2E_CERT_MANAGER=1; with
+# KUBECONFIG set, export E2E_CERT_MANAGER=1 yourself where cert-manager is installed, or
+# TestCertManagerTLS skips.
 # A failed test's namespace is dumped (pods, events, container and operator logs) into
 # E2E_DUMP_DIR (default .cache/e2e/dumps/<namespace>.txt); the test log names the file.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -28,6 +32,11 @@ external_cluster="${KUBECONFIG:+yes}"
 if [ -z "$external_cluster" ]; then
   local_stack_up || exit 1
   export E2E_OBJSTORES_REQUIRED=1 # just started: a test that cannot read them fails, never skips
+  if [[ "${E2E_PKGS:-./test/e2e/...}" == ./test/e2e/* ]]; then
+    # cert-manager for TestCertManagerTLS (TLS.auto.issuerRef); not for chaos or bench runs.
+    timed "cert-manager" "$ROOT_DIR/hack/cert-manager.sh" up || exit 1
+    export E2E_CERT_MANAGER=1
+  fi
 else
   "$ROOT_DIR/hack/build-k8s.sh" kubectl
 fi
@@ -40,6 +49,7 @@ rc=0
 cd "$ROOT_DIR" || exit 1
 timed "e2e tests" go test -tags "${E2E_TAGS:-e2e}" "${E2E_PKGS:-./test/e2e/...}" -v -count=1 -timeout "$E2E_TIMEOUT" "$@" || rc=$?
 if [ "${E2E_DOWN:-}" = 1 ] && [ -z "$external_cluster" ]; then
+  "$ROOT_DIR/hack/cert-manager.sh" down
   OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" down
   "$ROOT_DIR/hack/local-cluster.sh" down
 fi

@@ -140,7 +140,7 @@ func (ca *CA) Stale(certPEM, keyPEM []byte, l Leaf, now time.Time, renewBefore t
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: l.usages()}); err != nil {
+	if err := verify(cert, x509.VerifyOptions{Roots: pool, CurrentTime: now}, l); err != nil {
 		return "not valid under the cluster's CA: " + err.Error()
 	}
 	if !slices.Equal(cert.DNSNames, l.DNSNames) || !slices.EqualFunc(cert.IPAddresses, l.IPs, net.IP.Equal) {

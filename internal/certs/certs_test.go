@@ -80,6 +80,9 @@ func TestStale(t *testing.T) {
 	_, strayKey, _ := ca.Issue(leaf, now, time.Hour)
 	renamed := leaf
 	renamed.DNSNames = []string{"*.d.ns.svc"}
+	clientOnly := leaf
+	clientOnly.Server = false
+	clientCert, clientKey, _ := ca.Issue(clientOnly, now, time.Hour)
 	for _, tc := range []struct {
 		name      string
 		cert, key []byte
@@ -94,6 +97,7 @@ func TestStale(t *testing.T) {
 		{"another CA", otherCert, otherKey, leaf, now, "not valid under the cluster's CA"},
 		{"foreign key", cert, strayKey, leaf, now, "does not match"},
 		{"missing", nil, nil, leaf, now, "missing"},
+		{"client use only", clientCert, clientKey, leaf, now, "not valid under the cluster's CA"},
 	} {
 		if got := ca.Stale(tc.cert, tc.key, tc.leaf, tc.at, 20*time.Minute); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: Stale = %q, want %q", tc.name, got, tc.want)

@@ -54,6 +54,10 @@ func TestHostileEtcdCluster(t *testing.T) {
 		{name: "TLS auto renewBefore beyond validity", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 1h, renewBefore: 2h}"), want: "renewBefore must be shorter"},
 		{name: "TLS auto not a duration", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: soon}"), want: "validity"},
 		{name: "TLS auto is fine", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 2160h, renewBefore: 720h}")},
+		{name: "TLS auto from cert-manager", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca, kind: ClusterIssuer}}")},
+		{name: "TLS auto from cert-manager, validity under cert-manager's minimum", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 30m, issuerRef: {name: ca}}"), want: "at least 1h with an issuerRef"},
+		{name: "TLS auto issuer without a name", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {kind: Issuer}}"), want: "spec.TLS.auto.issuerRef.name"},
+		{name: "TLS auto issuer kind not a kind", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca, kind: \"issuer; rm\"}}"), want: "spec.TLS.auto.issuerRef.kind"},
 		{name: "auth secret is fine", manifest: cluster("size: 3\n  auth: {secretName: etcd-root}")},
 		{name: "peer secret too long", manifest: cluster("size: 3\n  TLS:\n    static:\n      member: {peerSecret: " + strings.Repeat("p", 254) + "}"), want: "peerSecret"},
 		// Quantities.

@@ -37,6 +37,14 @@ func TestUpdateRules(t *testing.T) {
 		{name: "backup labels are not spec", manifest: coreosBackupS3, mutate: set("x", "metadata", "labels", "team")},
 		{name: "change a restore's source", manifest: coreosRestoreS3, mutate: set("mybucket/other", "spec", "s3", "path"), want: "an EtcdRestore's spec is immutable"},
 		{name: "edit a schedule", manifest: validSchedule, mutate: set("*/1 * * * *", "spec", "schedule")},
+		{name: "move TLS.auto to cert-manager", manifest: cluster("size: 3\n  TLS:\n    auto: {}"),
+			mutate: set(map[string]any{"name": "ca"}, "spec", "TLS", "auto", "issuerRef"), want: "TLS.auto.issuerRef cannot be added or removed"},
+		{name: "move TLS.auto off cert-manager", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca}}"),
+			mutate: set(map[string]any{}, "spec", "TLS", "auto"), want: "TLS.auto.issuerRef cannot be added or removed"},
+		{name: "change the issuer", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca}}"),
+			mutate: set("other-ca", "spec", "TLS", "auto", "issuerRef", "name"), want: "TLS.auto.issuerRef is immutable"},
+		{name: "renew cert-manager certificates sooner", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca}}"),
+			mutate: set("720h", "spec", "TLS", "auto", "renewBefore")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -215,10 +215,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 // stop ends a pass that could not observe or act: Degraded with the reason, a Warning event
 // when that reason is new. What waits on a person (blocked) is not retried with backoff but
-// re-checked after requeueBlocked.
+// re-checked after requeueBlocked; a wait on cert-manager, after requeueCertificates.
 func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.Result, error) {
 	setFailure(c, err)
 	r.warnOnFlip(before, c)
+	if reason.Of(err) == etcdv1beta2.ReasonCertificateNotReady {
+		return ctrl.Result{RequeueAfter: requeueCertificates}, nil
+	}
 	if blocked(err) {
 		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
 	}
@@ -226,12 +229,12 @@ func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.R
 }
 
 // blocked reports whether err waits on a person changing an object no watch of this
-// controller reports: a foreign object in the way, or a Secret that is missing or whose
-// credentials etcd refuses. Those are re-checked every requeueBlocked instead of backing off
+// controller reports: a foreign object in the way, a Secret that is missing or whose
+// credentials etcd refuses, or cert-manager not installed. Those are re-checked every requeueBlocked instead of backing off
 // for up to a quarter of an hour.
 func blocked(err error) bool {
 	switch reason.Of(err) {
-	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials:
+	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled:
 		return true
 	}
 	return errors.Is(err, errNotOwned)
@@ -268,7 +271,8 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 	if cond := flipped(etcdv1beta2.ClusterConditionDegraded, etcdv1beta2.ReasonQuorumLost, etcdv1beta2.ReasonMembershipUnverified,
 		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed,
 		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec,
-		etcdv1beta2.ReasonVolumeExpansionUnsupported, etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials); cond != nil {
+		etcdv1beta2.ReasonVolumeExpansionUnsupported, etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials,
+		etcdv1beta2.ReasonCertManagerNotInstalled); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {

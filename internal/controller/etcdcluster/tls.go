@@ -86,8 +86,8 @@ func certDurations(a *etcdv1beta2.AutoTLS) (validity, renewBefore time.Duration)
 	return validity, renewBefore
 }
 
-// reconcileTLS makes the certificates of a TLS.auto cluster before any member pod mounts them:
-// the CA once, then each certificate that is missing, was signed by another CA, names other
+// reconcileTLS makes the certificates of a TLS.auto cluster before any member pod mounts them
+// (with issuerRef, cert-manager does: reconcileIssuedTLS): the CA once, then each certificate that is missing, was signed by another CA, names other
 // hosts, or is inside its renewal window. Renewing rewrites the Secret in place; the kubelet
 // updates the mounted files and etcd reads them at its next connection, so members keep
 // serving with no restart. Secrets of those names the cluster does not control are never
@@ -95,6 +95,9 @@ func certDurations(a *etcdv1beta2.AutoTLS) (validity, renewBefore time.Duration)
 func (r *Reconciler) reconcileTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
 		return nil
+	}
+	if c.Spec.TLS.Auto.IssuerRef != nil {
+		return r.reconcileIssuedTLS(ctx, c)
 	}
 	now := r.Clock.Now()
 	validity, renewBefore := certDurations(c.Spec.TLS.Auto)

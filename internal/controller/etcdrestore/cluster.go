@@ -87,6 +87,9 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	tlsNote := ""
 	if c.Spec.TLS != nil && c.Spec.TLS.Auto != nil {
 		tlsNote = "; TLS certificates for its own names are made by the etcd operator (TLS.auto)"
+		if ref := c.Spec.TLS.Auto.IssuerRef; ref != nil {
+			tlsNote = fmt.Sprintf("; TLS certificates for its own names are issued by cert-manager's %s %s (TLS.auto.issuerRef)", ref.Kind, ref.Name)
+		}
 	}
 	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ClusterCreated", "Created EtcdCluster %s (size %d, etcd %s) whose members %s are restored from the backup at once%s", name, c.Spec.Size, c.Spec.Version, strings.Join(names, ", "), tlsNote)
 	return c, nil

@@ -104,6 +104,21 @@ func TestAutoTLS(t *testing.T) {
 	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
 
 	// 3. Backup and a restore into a new name.
+	backupAndCopy(t, f, stores, ns)
+	copyCA := secret(t, f, ns, "db-copy-ca")
+	if string(copyCA.Data["ca.crt"]) == string(caSecret.Data["ca.crt"]) {
+		t.Fatal("the copy shares the original's CA")
+	}
+	copyCli := tlsClient(t, f, ns, "db-copy", clientURL(ns, "db-copy"))
+	if got := framework.KeyspaceSHA256(t, copyCli, prefix); got != want {
+		t.Fatalf("the copy's keyspace %s differs from the original's %s", got, want)
+	}
+}
+
+// backupAndCopy backs up cluster db of ns into S3 (EtcdBackup db-backup) and restores that
+// backup into the new name db-copy (EtcdRestore copy), which must verify its 3 members.
+func backupAndCopy(t *testing.T, f *framework.Framework, stores *framework.ObjStores, ns string) {
+	t.Helper()
 	bucket := stores.NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
 	bucket.CreateSecret(t, f, ns, "aws")
 	f.Create(t, &etcdv1beta2.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-backup"},
@@ -118,14 +133,6 @@ func TestAutoTLS(t *testing.T) {
 		t.Fatalf("verification %+v", rs.Status.Verification)
 	}
 	t.Logf("restore into a new name: RTO %s", rs.Status.Duration.Duration)
-	copyCA := secret(t, f, ns, "db-copy-ca")
-	if string(copyCA.Data["ca.crt"]) == string(caSecret.Data["ca.crt"]) {
-		t.Fatal("the copy shares the original's CA")
-	}
-	copyCli := tlsClient(t, f, ns, "db-copy", clientURL(ns, "db-copy"))
-	if got := framework.KeyspaceSHA256(t, copyCli, prefix); got != want {
-		t.Fatalf("the copy's keyspace %s differs from the original's %s", got, want)
-	}
 }
 
 func secret(t *testing.T, f *framework.Framework, ns, name string) *corev1.Secret {

@@ -106,6 +106,12 @@ const (
 	// ReasonBackupFailed: the newest finished EtcdBackup of a schedule failed; the message
 	// names it and its own reason.
 	ReasonBackupFailed = "BackupFailed"
+	// ReasonCertManagerNotInstalled: TLS.auto.issuerRef is set and the API server does not serve
+	// cert-manager's Certificate kind (cert-manager.io/v1).
+	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
+	// ReasonCertificateNotReady: TLS.auto.issuerRef is set and cert-manager has not (yet) issued
+	// the three certificates under one CA; the message says which and what cert-manager says.
+	ReasonCertificateNotReady = "CertificateNotReady"
 )
 
 // Reasons of the safety checks (docs/safety.md): the operators refuse, say why, and delete

@@ -41,10 +41,15 @@ type TLSPolicy struct {
 // (server.crt, server.key, server-ca.crt) and <cluster>-operator-tls (etcd-client.crt,
 // etcd-client.key, etcd-client-ca.crt: the client certificate clients in the namespace may use).
 //
+// With issuerRef the CA is cert-manager's issuer instead and there is no <cluster>-ca.
+//
 // +kubebuilder:validation:XValidation:rule="!has(self.validity) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.validity)",message="TLS.auto.renewBefore must be shorter than TLS.auto.validity"
+// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || !has(self.validity) || duration(self.validity) >= duration('1h')",message="TLS.auto.validity must be at least 1h with an issuerRef: cert-manager refuses shorter certificates"
+// +kubebuilder:validation:XValidation:rule="has(self.issuerRef) == has(oldSelf.issuerRef)",message="TLS.auto.issuerRef cannot be added or removed on an existing cluster: the members would meet certificates of another CA they do not trust; restore a backup into a new cluster instead"
 type AutoTLS struct {
 	// validity is how long each peer, server and client certificate is valid, as a Go duration
-	// (e.g. 2160h). At least 10m. Defaults to 2160h (90 days). The CA is valid for 10 years.
+	// (e.g. 2160h). At least 10m (1h with issuerRef). Defaults to 2160h (90 days). The
+	// operator's CA is valid for 10 years.
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="TLS.auto.validity must be a duration of at least 10m, such as 2160h"
 	// +optional
 	Validity *metav1.Duration `json:"validity,omitempty"`
@@ -54,6 +59,40 @@ type AutoTLS struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="TLS.auto.renewBefore must be a duration of at least 5m: a renewed certificate needs time to reach the members"
 	// +optional
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+	// issuerRef has cert-manager issue the certificates: the operator creates a cert-manager
+	// Certificate for each (<cluster>-peer-tls, <cluster>-server-tls, <cluster>-operator-tls,
+	// with validity and renewBefore as duration and renewBefore), cert-manager writes it into
+	// <name>-issued, and the operator copies a certificate into the Secret the members mount
+	// once all three are issued under the same CA (ca.crt). cert-manager renews them; the
+	// operator copies the renewed ones. Needs cert-manager installed (reason
+	// CertManagerNotInstalled otherwise) and an issuer that fills ca.crt (the CA and Vault
+	// issuers do; ACME does not). It cannot change once set: the members trust one CA.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="TLS.auto.issuerRef is immutable: the members trust the CA of the issuer they started with; restore a backup into a new cluster to change it"
+	// +optional
+	IssuerRef *CertManagerIssuerRef `json:"issuerRef,omitempty"`
+}
+
+// CertManagerIssuerRef names the cert-manager issuer of a cluster's certificates, as in a
+// cert-manager Certificate's issuerRef.
+type CertManagerIssuerRef struct {
+	// name of the issuer: an Issuer in the cluster's namespace, or a ClusterIssuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
+	// kind of the issuer: Issuer (default) or ClusterIssuer, or the kind of an external issuer.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// group of the issuer: cert-manager.io (default), or the API group of an external issuer.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:default=cert-manager.io
+	// +optional
+	Group string `json:"group,omitempty"`
 }
 
 // StaticTLS names the Secrets that hold the cluster's certificates.

@@ -1,0 +1,246 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcd-operator/etcd-operator/internal/certs"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// certificateCRD is cert-manager's Certificate kind without its schema: enough for the API
+// server to store what the operator writes. The e2e test meets the real cert-manager.
+func certificateCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "certificates.cert-manager.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "cert-manager.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "certificates", Singular: "certificate", Kind: "Certificate", ListKind: "CertificateList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+}
+
+func getCertificate(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	crt := &unstructured.Unstructured{}
+	crt.SetGroupVersionKind(certificateGVK)
+	return crt, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, crt)
+}
+
+// waitDegraded waits until cluster name of ns is Degraded with reason and a message containing
+// msg.
+func waitDegraded(t *testing.T, ns, name, why, msg string) {
+	t.Helper()
+	testutil.Eventually(t, testutil.Timeout, "Degraded "+why, testutil.NoError(func() error {
+		c := getCluster(t, ns, name)
+		cond := condition(c, etcdv1beta2.ClusterConditionDegraded)
+		if cond != "True/"+why || !strings.Contains(conditionMessage(c, etcdv1beta2.ClusterConditionDegraded), msg) {
+			return fmt.Errorf("Degraded %s: %s", cond, conditionMessage(c, etcdv1beta2.ClusterConditionDegraded))
+		}
+		return nil
+	}))
+}
+
+func conditionMessage(c *etcdv1beta2.EtcdCluster, typ string) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == typ {
+			return cond.Message
+		}
+	}
+	return ""
+}
+
+// issue plays cert-manager: it writes a certificate of ca for ac into ac's issued Secret.
+func issue(t *testing.T, ns string, ca *certs.CA, ac autoCert) {
+	t.Helper()
+	crt, key, err := ca.Issue(ac.leaf, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := getSecret(t, ns, ac.secret+IssuedSecretSuffix)
+	s.Data = map[string][]byte{issuedCertKey: crt, issuedKeyKey: key, issuedCAKey: ca.CertPEM}
+	if err := k8s.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIssuedTLS: a TLS.auto cluster with an issuerRef waits, with reason
+// CertManagerNotInstalled and a Warning, while cert-manager is not installed; once it is, the
+// operator creates the three Certificates (controlled by the cluster, the names, usages and
+// issuer of the spec) and their empty target Secrets (controlled by the cluster, so they go with
+// it), creates no member until all three are issued, then copies them into the Secrets the
+// members mount and reaches etcd over TLS. A renewal by cert-manager is copied; a certificate of
+// another CA is not (the members would not trust it); a Certificate changed by hand is put back.
+// cert-manager's part is played by the test (the e2e TestCertManagerTLS runs the real one).
+func TestIssuedTLS(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "issuedtls")
+	c := newCluster(ns, "c", 1)
+	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{IssuerRef: &etcdv1beta2.CertManagerIssuerRef{Name: "ca-issuer"}}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	waitDegraded(t, ns, "c", etcdv1beta2.ReasonCertManagerNotInstalled, "install cert-manager")
+	testutil.Eventually(t, testutil.Timeout, "one Warning", testutil.NoError(func() error {
+		return warningEvents(ns, etcdv1beta2.ReasonCertManagerNotInstalled, 1)
+	}))
+	if pods := podNames(t, ns); len(pods) != 0 {
+		t.Fatalf("member pods %v created without certificates", pods)
+	}
+
+	crd := certificateCRD()
+	if err := k8s.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteCRD(t, crd) })
+	touch(t, ns)
+	c = getCluster(t, ns, "c")
+	acs := autoCerts(c)
+	waitDegraded(t, ns, "c", etcdv1beta2.ReasonCertificateNotReady, "waiting for cert-manager to issue c-peer-tls")
+	for _, ac := range acs {
+		crt, err := getCertificate(ctx, ns, ac.secret)
+		if err != nil {
+			t.Fatalf("certificate %s: %v", ac.secret, err)
+		}
+		if !controlledBy(crt, c) {
+			t.Fatalf("certificate %s is not controlled by the cluster: %v", ac.secret, crt.GetOwnerReferences())
+		}
+		spec, _, _ := unstructured.NestedMap(crt.Object, "spec")
+		issuer, _, _ := unstructured.NestedStringMap(spec, "issuerRef")
+		dnsNames, _, _ := unstructured.NestedStringSlice(spec, "dnsNames")
+		usages, _, _ := unstructured.NestedStringSlice(spec, "usages")
+		if spec["secretName"] != ac.secret+"-issued" || issuer["name"] != "ca-issuer" || issuer["kind"] != "Issuer" || issuer["group"] != "cert-manager.io" ||
+			!slices.Equal(dnsNames, ac.leaf.DNSNames) || slices.Contains(usages, "server auth") != ac.leaf.Server || !slices.Contains(usages, "client auth") {
+			t.Fatalf("certificate %s: spec %v", ac.secret, spec)
+		}
+		target := getSecret(t, ns, ac.secret+"-issued")
+		if !controlledBy(target, c) || target.Type != corev1.SecretTypeTLS {
+			t.Fatalf("secret %s: type %s, owners %v", target.Name, target.Type, target.OwnerReferences)
+		}
+	}
+	if pods := podNames(t, ns); len(pods) != 0 {
+		t.Fatalf("member pods %v created before the certificates were issued", pods)
+	}
+
+	// cert-manager issues two of three: still nothing copied, no member.
+	ca, err := certs.NewCA("issuer CA", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue(t, ns, ca, acs[0])
+	issue(t, ns, ca, acs[1])
+	touch(t, ns)
+	waitDegraded(t, ns, "c", etcdv1beta2.ReasonCertificateNotReady, "waiting for cert-manager to issue c-operator-tls")
+	for _, name := range []string{"c-peer-tls", "c-server-tls"} {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("secret %s written before all three certificates were issued: %v", name, err)
+		}
+	}
+
+	// The third: copied into the members' Secrets, the member runs, the operator dials https.
+	issue(t, ns, ca, acs[2])
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 1)
+	for _, ac := range acs {
+		issued, copied := getSecret(t, ns, ac.secret+"-issued"), getSecret(t, ns, ac.secret)
+		if string(copied.Data[ac.certKey]) != string(issued.Data["tls.crt"]) || string(copied.Data[ac.keyKey]) != string(issued.Data["tls.key"]) ||
+			string(copied.Data[ac.caKey]) != string(ca.CertPEM) || !controlledBy(copied, c) {
+			t.Fatalf("secret %s is not the copy of %s-issued", ac.secret, ac.secret)
+		}
+	}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c-ca"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the operator made a CA of its own: %v", err)
+	}
+	withCert := false
+	f.set(func(f *fakeEtcd) { withCert = f.access.TLS != nil })
+	if dialed := f.dialedURLs(); !withCert || !slices.Contains(dialed, "https://c-0.c."+ns+".svc:2379") {
+		t.Fatalf("the operator dialed %v, with its client certificate: %v", dialed, withCert)
+	}
+
+	// cert-manager renews the server certificate: copied.
+	oldServer := getSecret(t, ns, "c-server-tls").Data["server.crt"]
+	issue(t, ns, ca, acs[1])
+	touch(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "renewed server certificate copied", testutil.NoError(func() error {
+		got := getSecret(t, ns, "c-server-tls").Data["server.crt"]
+		if string(got) == string(oldServer) || string(got) != string(getSecret(t, ns, "c-server-tls-issued").Data["tls.crt"]) {
+			return fmt.Errorf("server.crt not the renewed certificate")
+		}
+		return nil
+	}))
+
+	// A peer certificate of another CA: held back, the members keep theirs.
+	other, err := certs.NewCA("another CA", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := getSecret(t, ns, "c-peer-tls").Data["peer.crt"]
+	issue(t, ns, other, acs[0])
+	touch(t, ns)
+	waitDegraded(t, ns, "c", etcdv1beta2.ReasonCertificateNotReady, "issued under different CAs")
+	if got := getSecret(t, ns, "c-peer-tls").Data["peer.crt"]; string(got) != string(peer) {
+		t.Fatal("a peer certificate of another CA was copied to the members")
+	}
+	issue(t, ns, ca, acs[0])
+
+	// A Certificate changed by hand: its names put back.
+	crt, err := getCertificate(ctx, ns, "c-server-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedStringSlice(crt.Object, []string{"elsewhere.example"}, "spec", "dnsNames"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Update(ctx, crt); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "Certificate names put back", testutil.NoError(func() error {
+		crt, err := getCertificate(ctx, ns, "c-server-tls")
+		if err != nil {
+			return err
+		}
+		got, _, _ := unstructured.NestedStringSlice(crt.Object, "spec", "dnsNames")
+		if !slices.Equal(got, acs[1].leaf.DNSNames) {
+			return fmt.Errorf("dnsNames %v", got)
+		}
+		return nil
+	}))
+	waitConverged(t, ns, f, 1)
+}
+
+// deleteCRD deletes crd and waits until the API server no longer serves it.
+func deleteCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	ctx := context.Background()
+	if err := k8s.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+		t.Error(err)
+		return
+	}
+	testutil.Eventually(t, testutil.Timeout, "CRD "+crd.Name+" gone", testutil.NoError(func() error {
+		err := k8s.Get(ctx, types.NamespacedName{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %w", err)
+	}))
+}
