@@ -176,6 +176,14 @@ objstores-up: ## Install (cached) and start MinIO, fake-gcs-server and Azurite o
 objstores-down: ## Stop the object-store servers.
 	hack/objstores.sh down
 
+.PHONY: cert-manager-up
+cert-manager-up: ## Build (cached) cert-manager's controllers from its Go module and run them against the local cluster (TLS.auto.issuerRef tests).
+	hack/cert-manager.sh up
+
+.PHONY: cert-manager-down
+cert-manager-down: ## Stop the cert-manager controllers started by cert-manager-up.
+	hack/cert-manager.sh down
+
 .PHONY: deploy
 deploy: ## Install CRDs, RBAC and the operators (image IMG) into the kubeconfig's cluster, with KUBECTL (default: kubectl on PATH).
 	hack/deploy.sh apply

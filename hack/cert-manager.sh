@@ -9,6 +9,7 @@
 #   hack/cert-manager.sh up     build (cached under .cache/bin/cert-manager-<version>), apply the
 #                               CRDs, start the controllers (idempotent)
 #   hack/cert-manager.sh down   stop the controllers (the CRDs go with the local cluster)
+#   hack/cert-manager.sh build  only build (hack/test.sh does it early, at the lowest priority)
 #
 # The first build compiles cert-manager and its Kubernetes libraries: about 12 CPU-minutes (6 on
 # this project's 2-core machines), then it is cached. Logs: .cache/cert-manager/certmanager.log.
@@ -85,8 +86,9 @@ down() {
 case "${1:-}" in
   up) up ;;
   down) down ;;
+  build) timed "cert-manager build" build ;;
   *)
-    echo "usage: $0 up|down" >&2
+    echo "usage: $0 up|down|build" >&2
     exit 2
     ;;
 esac

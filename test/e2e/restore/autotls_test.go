@@ -71,17 +71,7 @@ func TestAutoTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	touched := time.Now()
-	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error { // a pass now, not at the next steady re-check
-		c, err := f.GetCluster(ctx, ns, "db")
-		if err != nil {
-			return err
-		}
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations["e2e/touched"] = touched.Format(time.RFC3339Nano)
-		return f.Client.Update(ctx, c)
-	})
+	touch(t, f, ns, "db") // a pass now, not at the next steady re-check
 	var renewed *big.Int
 	framework.Eventually(t, time.Minute, "server certificate renewed", func(context.Context) (bool, error) {
 		s := secret(t, f, ns, "db-server-tls")
@@ -91,14 +81,7 @@ func TestAutoTLS(t *testing.T) {
 		renewed = certSerial(t, s.Data["server.crt"])
 		return true, nil
 	})
-	for _, m := range []string{"db-0", "db-1", "db-2"} {
-		framework.Eventually(t, 4*time.Minute, m+" serves the renewed certificate", func(context.Context) (bool, error) {
-			if got := served(t, f, memberURL(ns, "db", m)).SerialNumber; got.Cmp(renewed) != 0 {
-				return false, fmt.Errorf("%s serves certificate %x, want %x", m, got, renewed)
-			}
-			return true, nil
-		})
-	}
+	waitServed(t, f, ns, renewed)
 	t.Logf("MEASURE TLS.auto renewal reached every member: %s after the operator's pass", time.Since(touched).Round(time.Second))
 	w.Finish(t)
 	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
@@ -133,6 +116,20 @@ func backupAndCopy(t *testing.T, f *framework.Framework, stores *framework.ObjSt
 		t.Fatalf("verification %+v", rs.Status.Verification)
 	}
 	t.Logf("restore into a new name: RTO %s", rs.Status.Duration.Duration)
+}
+
+// waitServed waits until each member of the 3-member cluster db of ns serves the certificate
+// with serial in a new TLS handshake.
+func waitServed(t *testing.T, f *framework.Framework, ns string, serial *big.Int) {
+	t.Helper()
+	for _, m := range []string{"db-0", "db-1", "db-2"} {
+		framework.Eventually(t, 4*time.Minute, m+" serves the renewed certificate", func(context.Context) (bool, error) {
+			if got := served(t, f, memberURL(ns, "db", m)).SerialNumber; got.Cmp(serial) != 0 {
+				return false, fmt.Errorf("%s serves certificate %x, want %x", m, got, serial)
+			}
+			return true, nil
+		})
+	}
 }
 
 func secret(t *testing.T, f *framework.Framework, ns, name string) *corev1.Secret {

@@ -126,14 +126,7 @@ func TestCertManagerTLS(t *testing.T) {
 		return renewed.Cmp(before) != 0, fmt.Errorf("serial %x unchanged", renewed)
 	})
 	touch(t, f, ns, "db") // a pass now, not at the next steady re-check
-	for _, m := range []string{"db-0", "db-1", "db-2"} {
-		framework.Eventually(t, 4*time.Minute, m+" serves the renewed certificate", func(context.Context) (bool, error) {
-			if got := served(t, f, memberURL(ns, "db", m)).SerialNumber; got.Cmp(renewed) != 0 {
-				return false, fmt.Errorf("%s serves certificate %x, want %x", m, got, renewed)
-			}
-			return true, nil
-		})
-	}
+	waitServed(t, f, ns, renewed)
 	t.Logf("MEASURE cert-manager renewal reached every member: %s after it was asked for", time.Since(asked).Round(time.Second))
 	w.Finish(t)
 	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
