@@ -195,6 +195,11 @@ type certSummary struct {
 
 func certSerial(t *testing.T, pemData []byte) *big.Int {
 	t.Helper()
+	return parseCert(t, pemData).SerialNumber
+}
+
+func parseCert(t *testing.T, pemData []byte) *x509.Certificate {
+	t.Helper()
 	block, _ := pem.Decode(pemData)
 	if block == nil {
 		t.Fatal("no PEM certificate")
@@ -203,5 +208,5 @@ func certSerial(t *testing.T, pemData []byte) *big.Int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.SerialNumber
+	return c
 }

@@ -4,8 +4,6 @@ package restore
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"os"
@@ -93,7 +91,7 @@ func TestCertManagerTLS(t *testing.T) {
 	if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db-ca"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the operator made a CA of its own: %v", err)
 	}
-	if got := issuerOf(t, secret(t, f, ns, "db-server-tls").Data["server.crt"]); got != "e2e root CA" {
+	if got := parseCert(t, secret(t, f, ns, "db-server-tls").Data["server.crt"]).Issuer.CommonName; got != "e2e root CA" {
 		t.Fatalf("the server certificate is issued by %q", got)
 	}
 	cli := tlsClient(t, f, ns, "db", clientURL(ns, "db"))
@@ -178,17 +176,4 @@ func touch(t *testing.T, f *framework.Framework, ns, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func issuerOf(t *testing.T, pemData []byte) string {
-	t.Helper()
-	block, _ := pem.Decode(pemData)
-	if block == nil {
-		t.Fatal("no PEM certificate")
-	}
-	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Issuer.CommonName
 }
