@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,22 +53,12 @@ func getCertificate(ctx context.Context, ns, name string) (*unstructured.Unstruc
 func waitDegraded(t *testing.T, ns, name, why, msg string) {
 	t.Helper()
 	testutil.Eventually(t, testutil.Timeout, "Degraded "+why, testutil.NoError(func() error {
-		c := getCluster(t, ns, name)
-		cond := condition(c, etcdv1beta2.ClusterConditionDegraded)
-		if cond != "True/"+why || !strings.Contains(conditionMessage(c, etcdv1beta2.ClusterConditionDegraded), msg) {
-			return fmt.Errorf("Degraded %s: %s", cond, conditionMessage(c, etcdv1beta2.ClusterConditionDegraded))
+		cond := meta.FindStatusCondition(getCluster(t, ns, name).Status.Conditions, etcdv1beta2.ClusterConditionDegraded)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != why || !strings.Contains(cond.Message, msg) {
+			return fmt.Errorf("Degraded %+v", cond)
 		}
 		return nil
 	}))
-}
-
-func conditionMessage(c *etcdv1beta2.EtcdCluster, typ string) string {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == typ {
-			return cond.Message
-		}
-	}
-	return ""
 }
 
 // issue plays cert-manager: it writes a certificate of ca for ac into ac's issued Secret.
