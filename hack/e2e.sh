@@ -22,7 +22,9 @@
 # KUBECONFIG set, export E2E_CERT_MANAGER=1 yourself where cert-manager is installed, or
 # TestCertManagerTLS skips.
 # A failed test's namespace is dumped (pods, events, container and operator logs) into
-# E2E_DUMP_DIR (default .cache/e2e/dumps/<namespace>.txt); the test log names the file.
+# E2E_DUMP_DIR (default .cache/e2e/dumps/<namespace>.txt); the test log names the file. The
+# output of go test is kept in .cache/e2e/go-test.log; a failed run appends its failed tests and
+# their last lines to E2E_FAILURES (default .cache/e2e/failures.txt).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
@@ -47,7 +49,14 @@ timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply
 
 rc=0
 cd "$ROOT_DIR" || exit 1
-timed "e2e tests" go test -tags "${E2E_TAGS:-e2e}" "${E2E_PKGS:-./test/e2e/...}" -v -count=1 -timeout "$E2E_TIMEOUT" "$@" || rc=$?
+# The output is kept, and a failed run's tests with their last lines (hack/failures.awk) are
+# appended to E2E_FAILURES: hack/test.sh repeats them at the end of the run.
+mkdir -p "$CACHE_DIR/e2e"
+out="$CACHE_DIR/e2e/go-test.log"
+timed "e2e tests" go test -tags "${E2E_TAGS:-e2e}" "${E2E_PKGS:-./test/e2e/...}" -v -count=1 -timeout "$E2E_TIMEOUT" "$@" 2>&1 | tee "$out" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  awk -v keep=25 -f "$ROOT_DIR/hack/failures.awk" "$out" >>"${E2E_FAILURES:-$CACHE_DIR/e2e/failures.txt}"
+fi
 if [ "${E2E_DOWN:-}" = 1 ] && [ -z "$external_cluster" ]; then
   "$ROOT_DIR/hack/cert-manager.sh" down
   OBJSTORES_BIND="$LC_BRIDGE_IP" "$ROOT_DIR/hack/objstores.sh" down

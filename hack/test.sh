@@ -19,7 +19,10 @@ if [ "$mode" = all ]; then
   # cert-manager's controllers for the e2e suite (TestCertManagerTLS): a cold build takes about
   # 12 CPU-minutes. It runs beside the unit tests at the lowest priority, soaking up the time
   # their cores wait on envtest and the object stores; the e2e step waits for it.
-  mkdir -p "$CACHE_DIR"
+  mkdir -p "$CACHE_DIR/e2e"
+  # Failed e2e, chaos and bench tests with their last lines (hack/e2e.sh), repeated at the end.
+  export E2E_FAILURES="$CACHE_DIR/e2e/failures.txt"
+  : >"$E2E_FAILURES"
   nice -n 19 hack/cert-manager.sh build >"$CACHE_DIR/cert-manager-build.log" 2>&1 &
   cert_manager_build=$!
   hack/objstores.sh up
@@ -52,5 +55,9 @@ if [ "$mode" = all ]; then
   log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"
   BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-cluster.sh || rc=$?
   BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=30s BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-scale.sh || rc=$? # results in smoke-scale.md
+  if [ -s "$E2E_FAILURES" ]; then
+    log "failed tests on the local cluster, with their last lines (namespace dumps in $CACHE_DIR/e2e/dumps):"
+    cat "$E2E_FAILURES" >&2
+  fi
   exit $rc
 fi

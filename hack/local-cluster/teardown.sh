@@ -208,7 +208,8 @@ remove_pv_paths() {
     rm -rf "$LC_HOSTPATH_PV"
     return 0
   fi
+  [[ -f "$LC_DIR/pv-paths" ]] || return 0
   while read -r p; do
     case "$p" in "$LC_HOSTPATH_PV"/?*) rm -rf "$p" ;; esac
-  done <"$LC_DIR/pv-paths" 2>/dev/null || true
+  done <"$LC_DIR/pv-paths"
 }
