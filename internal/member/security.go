@@ -49,18 +49,21 @@ func ContainerSecurityContext(c *etcdv1beta2.EtcdCluster) *corev1.SecurityContex
 	}
 }
 
-// The etcd container's liveness and startup probes (the values of kubeadm's etcd manifest):
-// the kubelet restarts a member whose process stopped serving local reads for about
-// livenessPeriodSeconds*livenessFailureThreshold seconds; a member that is still starting
-// (replaying its WAL, loading a large database) has startupPeriodSeconds*startupFailureThreshold.
+// The etcd container's liveness and startup probes: the kubelet restarts a member whose
+// process stopped serving local reads for about livenessPeriodSeconds*livenessFailureThreshold
+// seconds (kubeadm's etcd manifest); a member that is still starting (replaying its WAL,
+// loading a large database) has startupPeriodSeconds*startupFailureThreshold, kubeadm's 240 s.
+// The startup probe looks every second instead of kubeadm's 10: the operator dials a member
+// only once the kubelet reports its container started (observe.go), so the period is how late
+// a new member can be seen.
 // A missing leader or quorum does not restart anyone: that is the operator's business.
 const (
 	livenessPeriodSeconds    = 10
 	livenessTimeoutSeconds   = 15
 	livenessFailureThreshold = 8
-	startupPeriodSeconds     = 10
+	startupPeriodSeconds     = 1
 	startupTimeoutSeconds    = 15
-	startupFailureThreshold  = 24
+	startupFailureThreshold  = 240
 	livezPath                = "/livez"
 	legacyLivenessPath       = "/health?serializable=true&exclude=NOSPACE"
 	livezSince               = "3.5.11"

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -144,5 +145,43 @@ func TestDialsOnlyOwnURLsAndChecksWhoAnswers(t *testing.T) {
 	}))
 	if got := memberNames(f, true); len(got) != 3 {
 		t.Fatalf("voters %v, want 3 (a running member that does not answer is waited for)", got)
+	}
+}
+
+// TestUnstartedEtcdNotDialed: a member pod that runs while its etcd container has not started
+// (startup probe not passed) is not dialed: a pass would wait out the dial timeout on it and
+// learn nothing. The cluster waits, saying etcd does not answer, and forms once the kubelet
+// reports the container started.
+func TestUnstartedEtcdNotDialed(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "nostart-dial")
+	if err := k8s.Create(ctx, newCluster(ns, "c", 1)); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	testutil.Eventually(t, testutil.Timeout, "seed pod running", testutil.NoError(func() error {
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c-0"}, pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", pod.Status.Phase)
+		}
+		return nil
+	}))
+	anotherPass(t, ns)
+	f := fakeFor(clusterConfig(ns))
+	if dialed := f.dialedURLs(); len(dialed) != 0 {
+		t.Fatalf("dialed %v before etcd started", dialed)
+	}
+	if c := getCluster(t, ns, "c"); condition(c, "Available") != "False/EtcdUnreachable" || c.Status.ClusterID != "" {
+		t.Fatalf("Available %s, cluster ID %q: want EtcdUnreachable and no cluster", condition(c, "Available"), c.Status.ClusterID)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: member.ContainerName, Image: pod.Spec.Containers[0].Image, Ready: true, Started: ptr.To(true)}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, ns, f, 1)
+	if dialed := f.dialedURLs(); !slices.Contains(dialed, "http://c-0.c."+ns+".svc:2379") {
+		t.Fatalf("dialed %v, want c-0 once started", dialed)
 	}
 }

@@ -47,7 +47,7 @@ const podStuckGrace = 2 * time.Minute
 // observe lists the member pods and volumes and asks etcd for its members and their status.
 // Only pods and volumes controlled by c count; the names of the others are reserved. It
 // opens the one etcd client of this pass, dialing only the URLs computed for c's own running
-// pods; the caller closes obs.etcd.
+// pods whose etcd has started; the caller closes obs.etcd.
 func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*observation, error) {
 	obs := &observation{pods: map[string]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}, probeErrs: map[uint64]string{}}
 	obs.Pods = map[string]cluster.PodState{}
@@ -74,7 +74,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		}
 		obs.pods[p.Name] = p
 		obs.Pods[p.Name] = podState(p, now)
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && etcdStarted(p) {
 			endpoints = append(endpoints, member.ClientURL(c, p.Name))
 		}
 	}
@@ -129,6 +129,21 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	return obs, nil
 }
 
+// etcdStarted reports whether the kubelet says the pod's etcd container has started: its
+// startup probe (etcd's liveness endpoint) passed since the container's last start. Until then
+// etcd does not listen, and a pass would spend the whole dial timeout (or a status request's
+// timeout) on it, holding a worker for seconds while nothing can be learnt: such a pod counts
+// as one that does not answer, as a failed dial would, and its update once started brings
+// the next pass.
+func etcdStarted(p *corev1.Pod) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == member.ContainerName {
+			return s.Started != nil && *s.Started
+		}
+	}
+	return false
+}
+
 // podState reduces a member pod to what the planner needs. A pod is stuck once now is past its
 // deletion timestamp plus its grace period plus podStuckGrace (the deletion timestamp already
 // includes the grace period: counting it twice only waits longer).
@@ -163,6 +178,9 @@ func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluste
 			continue
 		case p.Status.Phase != corev1.PodRunning:
 			obs.probeErrs[m.ID] = fmt.Sprintf("its pod is %s", p.Status.Phase)
+			continue
+		case !etcdStarted(p):
+			obs.probeErrs[m.ID] = "its etcd container has not started (startup probe)"
 			continue
 		}
 		wg.Add(1)

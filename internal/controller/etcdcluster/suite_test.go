@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -67,7 +69,8 @@ func fakeFor(cfg cluster.Config) *fakeEtcd {
 	return f.(*fakeEtcd)
 }
 
-// fakeKubelet marks every pod Running (envtest has no kubelet), and the pod of a killed member
+// fakeKubelet marks every pod Running with its etcd container started (envtest has no kubelet),
+// and the pod of a killed member
 // not Ready, as a kubelet's readiness probe would: that pod event is how the operator hears of
 // a dead member before its steady re-check a minute later.
 func fakeKubelet(ctx context.Context) {
@@ -94,8 +97,13 @@ func fakeKubelet(ctx context.Context) {
 					return c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse
 				})
 			}
-			if p.Status.Phase != corev1.PodRunning || notReady {
+			// In "nostart-" namespaces the pods run but the test says when etcd has started.
+			started := strings.HasPrefix(p.Namespace, "nostart-") || etcdStarted(p)
+			if p.Status.Phase != corev1.PodRunning || !started || notReady {
 				p.Status.Phase = corev1.PodRunning
+				if !started {
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: member.ContainerName, Image: p.Spec.Containers[0].Image, Ready: true, Started: ptr.To(true)}}
+				}
 				if notReady {
 					p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "EtcdKilled"})
 				}
