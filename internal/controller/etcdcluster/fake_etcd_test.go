@@ -264,3 +264,15 @@ func (c *fakeConn) EnableAuth(context.Context) error {
 }
 
 func (c *fakeConn) Close() error { return nil }
+
+// fakeAlarmProbe answers the alarm poller's /health for the fake of the URL's namespace
+// (http://c-0.c.<ns>.svc:2381), as etcd would: the first raised alarm, if any.
+func fakeAlarmProbe(_ context.Context, baseURL string) (string, error) {
+	f := fakeFor(cluster.Config{Endpoints: []string{baseURL}})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.alarms) == 0 {
+		return "", nil
+	}
+	return "ALARM " + f.alarms[0].Type, nil
+}

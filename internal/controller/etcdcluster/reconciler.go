@@ -24,6 +24,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
@@ -51,6 +54,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Clock tells when a terminating pod counts as stuck; the real clock unless a test sets it.
 	Clock clock.PassiveClock
+	// AlarmProbe asks a member's metrics listener for etcd's alarms (alarms.go); an HTTP GET
+	// of /health unless a test replaces it.
+	AlarmProbe AlarmProbe
 
 	// warned remembers the last Warning reason per cluster UID and condition type, so that a
 	// pass that reads a status from the cache that does not show the previous pass's patch yet
@@ -85,12 +91,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	if r.AlarmProbe == nil {
+		r.AlarmProbe = httpAlarmProbe
+	}
+	// An etcd alarm changes no watched object: the poller wakes the cluster's pass.
+	alarms := &alarmPoller{reader: mgr.GetClient(), probe: r.AlarmProbe, interval: alarmPollInterval, events: make(chan event.GenericEvent, 64)}
+	if err := mgr.Add(alarms); err != nil {
+		return fmt.Errorf("adding the etcd alarm poller: %w", err)
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		WatchesRawSource(source.Channel(alarms.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {

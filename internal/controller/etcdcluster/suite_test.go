@@ -45,6 +45,7 @@ func runSuite(m *testing.M) int {
 		k8s = env.Client
 		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("etcd-operator"), Options: options.New("etcd-operator"),
 			NewEtcdClient: func(cfg cluster.Config) (cluster.Client, error) { return fakeFor(cfg).connect(cfg) },
+			AlarmProbe:    fakeAlarmProbe,
 			Failpoint: func(name string) {
 				if name == FailpointAfterMemberAdd && failAfterAdd.CompareAndSwap(true, false) {
 					failpointHit.Add(1)
