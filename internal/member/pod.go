@@ -159,6 +159,7 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 			SecurityContext: podSecurityContext(policy),
 			// etcd never talks to the Kubernetes API.
 			AutomountServiceAccountToken: ptr.To(false),
+			HostAliases:                  selfAlias(c, name),
 			Affinity:                     affinity(c, policy),
 			// Scheduling beyond affinity: see scheduling.go.
 			TopologySpreadConstraints: spreadConstraints(c, policy),
@@ -173,6 +174,18 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 	}
 	addTLSVolumes(c, pod)
 	return pod
+}
+
+// selfAlias makes the member's own peer host name resolve inside its pod (to loopback: etcd
+// listens on every address) from the first moment. A member joining a cluster resolves every
+// --initial-cluster URL, its own included, before it starts (etcd's membership check compares
+// them with the member list's URLs by address). The cluster DNS publishes a new pod's name only
+// once the pod has an IP, a moment after its container starts, so that first lookup gets
+// NXDOMAIN, which the DNS cache keeps (5 s on this project's local cluster, 30 s with kubeadm's
+// CoreDNS defaults) and etcd waits out: every added member started that much late. The other
+// members keep reaching it by DNS; only this pod sees the alias.
+func selfAlias(c *etcdv1beta2.EtcdCluster, name string) []corev1.HostAlias {
+	return []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{Host(c, name)}}}
 }
 
 // affinity is spec.pod.affinity when set. Otherwise members spread across nodes: required

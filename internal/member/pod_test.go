@@ -61,6 +61,11 @@ func TestMemberPodPolicyAndTLS(t *testing.T) {
 	if p.Spec.RestartPolicy != corev1.RestartPolicyAlways || ct.ReadinessProbe.HTTPGet.Port.IntValue() != MetricsPort {
 		t.Errorf("restart policy %s probe %+v", p.Spec.RestartPolicy, ct.ReadinessProbe)
 	}
+	// Its own peer host resolves inside the pod before the cluster DNS publishes it, and no
+	// other name is aliased.
+	if a := p.Spec.HostAliases; len(a) != 1 || a[0].IP != "127.0.0.1" || len(a[0].Hostnames) != 1 || a[0].Hostnames[0] != "c-3.c.ns.svc" {
+		t.Errorf("host aliases %+v, want c-3.c.ns.svc on 127.0.0.1 only", a)
+	}
 }
 
 // TestMemberPodAntiAffinity: members spread across nodes by default (preferred), antiAffinity

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
@@ -151,6 +153,14 @@ type Config struct {
 	// RequestTimeout bounds each call (DefaultRequestTimeout when zero); a linearizable member
 	// list gets 1/linearizableShare of it per endpoint, so that a serializable fallback fits.
 	RequestTimeout time.Duration
+	// Addrs maps an endpoint's host to the IP address to connect to instead of looking the host
+	// up (a member pod's IP, which the API server reports the moment the pod has one). The host
+	// stays the one TLS verifies. Cluster DNS publishes a new pod's name a moment after its IP
+	// is known, and an earlier lookup's NXDOMAIN (etcd's leader tries the new member's name as
+	// soon as it is added) stays in the DNS cache for its TTL: 5 s on this project's local
+	// cluster, 30 s with kubeadm's CoreDNS defaults, during which the name cannot be dialed.
+	// Hosts not in Addrs are looked up.
+	Addrs map[string]string
 }
 
 // DefaultRequestTimeout bounds each etcd call when Config.RequestTimeout is zero. The
@@ -171,7 +181,11 @@ type etcdClient struct {
 // New connects to the cluster at cfg.Endpoints. The connection is lazy: an unreachable cluster
 // shows up as errors from the calls, not from New.
 func New(cfg Config) (Client, error) {
-	c, err := clientv3.New(cfg.Access.ClientConfig(cfg.Endpoints, cfg.DialTimeout))
+	ccfg := cfg.Access.ClientConfig(cfg.Endpoints, cfg.DialTimeout)
+	if len(cfg.Addrs) > 0 {
+		ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithContextDialer(addrDialer(cfg.Addrs)))
+	}
+	c, err := clientv3.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating etcd client for %v: %w", cfg.Endpoints, err)
 	}
@@ -180,6 +194,20 @@ func New(cfg Config) (Client, error) {
 		timeout = DefaultRequestTimeout
 	}
 	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout, access: cfg.Access}, nil
+}
+
+// addrDialer connects to addrs[host] for a host in addrs, and to the address as given
+// otherwise. gRPC verifies TLS against the endpoint's host, not against what was dialed.
+func addrDialer(addrs map[string]string) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if ip, ok := addrs[host]; ok {
+				addr = net.JoinHostPort(ip, port)
+			}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
 }
 
 func (e *etcdClient) MemberList(ctx context.Context) (Membership, error) {

@@ -66,6 +66,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	}
 	now := r.Clock.Now()
 	var endpoints []string
+	addrs := map[string]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !controlledBy(p, c) {
@@ -76,6 +77,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		obs.Pods[p.Name] = podState(p, now)
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && etcdStarted(p) {
 			endpoints = append(endpoints, member.ClientURL(c, p.Name))
+			if p.Status.PodIP != "" {
+				addrs[member.Host(c, p.Name)] = p.Status.PodIP
+			}
 		}
 	}
 	pvcs := &corev1.PersistentVolumeClaimList{}
@@ -102,7 +106,8 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	}
 	// With credentials, clientv3 authenticates while connecting: a cluster that does not
 	// answer fails here, and is observed as one that does not answer, like a failed list.
-	cli, err := r.NewEtcdClient(cluster.Config{Endpoints: endpoints, Access: access, DialTimeout: r.Options.EtcdDialTimeout, RequestTimeout: r.Options.EtcdRequestTimeout})
+	cli, err := r.NewEtcdClient(cluster.Config{Endpoints: endpoints, Access: access, DialTimeout: r.Options.EtcdDialTimeout, RequestTimeout: r.Options.EtcdRequestTimeout,
+		Addrs: addrs})
 	if err == nil {
 		obs.etcd = cli
 		var ml cluster.Membership

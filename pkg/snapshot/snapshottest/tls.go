@@ -112,3 +112,13 @@ func tlsConfig(c *Certs) (*tls.Config, error) {
 	pool.AppendCertsFromPEM(c.CA)
 	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
+
+// ClientTLS is the client's TLS configuration: its certificate, trusting the CA.
+func (c *Certs) ClientTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	cfg, err := tlsConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
