@@ -25,9 +25,11 @@ import (
 )
 
 const (
-	// DefaultPartSize is the multipart part size when Config.PartSize is 0. With S3's limit of
-	// 10,000 parts it allows objects up to ~78 GiB, far above etcd's database size limit.
-	DefaultPartSize = 8 << 20
+	// DefaultPartSize is the multipart part size when Config.PartSize is 0: S3's minimum, so
+	// that a backup's part buffers (MemoryBound: 30 MiB) leave the backup operator's heap room
+	// under its GOMEMLIMIT. With S3's limit of 10,000 parts it allows objects up to ~48 GiB,
+	// far above etcd's database size limit (8 GiB suggested).
+	DefaultPartSize = manager.MinUploadPartSize
 	// DefaultConcurrency is the number of parts uploaded in parallel when Config.Concurrency is 0.
 	DefaultConcurrency = 4
 	// DefaultRegion is used when neither Config.Region nor the ambient AWS config sets one;
