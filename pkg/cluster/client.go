@@ -183,7 +183,7 @@ type etcdClient struct {
 func New(cfg Config) (Client, error) {
 	ccfg := cfg.Access.ClientConfig(cfg.Endpoints, cfg.DialTimeout)
 	if len(cfg.Addrs) > 0 {
-		ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithContextDialer(addrDialer(cfg.Addrs)))
+		ccfg.DialOptions = append(ccfg.DialOptions, DialAt(cfg.Addrs))
 	}
 	c, err := clientv3.New(ccfg)
 	if err != nil {
@@ -196,10 +196,11 @@ func New(cfg Config) (Client, error) {
 	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout, access: cfg.Access}, nil
 }
 
-// addrDialer connects to addrs[host] for a host in addrs, and to the address as given
-// otherwise. gRPC verifies TLS against the endpoint's host, not against what was dialed.
-func addrDialer(addrs map[string]string) func(context.Context, string) (net.Conn, error) {
-	return func(ctx context.Context, addr string) (net.Conn, error) {
+// DialAt is the clientv3 dial option behind Config.Addrs: it connects to addrs[host] for an
+// endpoint host in addrs, and to the endpoint as given otherwise. gRPC verifies TLS against
+// the endpoint's host, not against the address dialed.
+func DialAt(addrs map[string]string) grpc.DialOption {
+	return grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 		if host, port, err := net.SplitHostPort(addr); err == nil {
 			if ip, ok := addrs[host]; ok {
 				addr = net.JoinHostPort(ip, port)
@@ -207,7 +208,7 @@ func addrDialer(addrs map[string]string) func(context.Context, string) (net.Conn
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
-	}
+	})
 }
 
 func (e *etcdClient) MemberList(ctx context.Context) (Membership, error) {

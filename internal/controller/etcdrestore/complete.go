@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -57,7 +56,7 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	sort.Strings(names)
 	var restored int64
 	for _, name := range names {
-		st, err := r.Check(ctx, member.ClientURL(c, name), access, v.Revision)
+		st, err := r.checkAt(ctx, c, name, access, v.Revision)
 		if err != nil {
 			r.progress(rs, etcdv1beta2.RestorePhaseGrowing, fmt.Sprintf("checking member %s: %v", name, err))
 			return ctrl.Result{RequeueAfter: requeueWait}, nil

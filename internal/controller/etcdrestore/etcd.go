@@ -3,13 +3,18 @@ package etcdrestore
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	clusterversion "github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
@@ -23,8 +28,9 @@ type MemberState struct {
 	Revision int64
 }
 
-// MemberCheck reads one member's keyspace figures at rev.
-type MemberCheck func(ctx context.Context, endpoint string, access etcdaccess.Access, rev int64) (MemberState, error)
+// MemberCheck reads one member's keyspace figures at rev. addr, when not empty, is the IP
+// address to connect to for endpoint's host (its pod's; see cluster.Config.Addrs).
+type MemberCheck func(ctx context.Context, endpoint, addr string, access etcdaccess.Access, rev int64) (MemberState, error)
 
 // Deadlines of one member check. Short: a member that does not answer is asked again on the
 // next pass.
@@ -33,10 +39,14 @@ const (
 	memberCallTimeout = 10 * time.Second
 )
 
-// checkMember asks the member at endpoint, and only it, for its keyspace hash and key count at
-// rev.
-func checkMember(ctx context.Context, endpoint string, access etcdaccess.Access, rev int64) (MemberState, error) {
-	cli, err := clientv3.New(access.ClientConfig([]string{endpoint}, memberDialTimeout))
+// checkMember asks the member at endpoint (connecting to addr when set), and only it, for its
+// keyspace hash and key count at rev.
+func checkMember(ctx context.Context, endpoint, addr string, access etcdaccess.Access, rev int64) (MemberState, error) {
+	cfg := access.ClientConfig([]string{endpoint}, memberDialTimeout)
+	if u, err := url.Parse(endpoint); err == nil && addr != "" {
+		cfg.DialOptions = append(cfg.DialOptions, clusterversion.DialAt(map[string]string{u.Hostname(): addr}))
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return MemberState{}, fmt.Errorf("connecting to %s: %w", endpoint, err)
 	}
@@ -68,4 +78,16 @@ func (r *Reconciler) clientAccess(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		return cfg, reason.Transient(etcdv1beta2.ReasonSecretNotFound, err)
 	}
 	return cfg, err
+}
+
+// checkAt checks member name of c at its client URL, connecting to its pod's IP when c controls
+// a pod of that name with one: right after a member starts, the cluster DNS may still answer
+// NXDOMAIN for its name from its cache (see cluster.Config.Addrs).
+func (r *Reconciler) checkAt(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, access etcdaccess.Access, rev int64) (MemberState, error) {
+	addr := ""
+	p := &corev1.Pod{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, p); err == nil && controlledBy(p, c.UID) {
+		addr = p.Status.PodIP
+	}
+	return r.Check(ctx, member.ClientURL(c, name), addr, access, rev)
 }

@@ -2,6 +2,7 @@ package etcdrestore
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
@@ -10,8 +11,9 @@ import (
 )
 
 // TestCheckMemberAuth: the restore's check of a member reads the keyspace hash and key count of
-// a real etcd with authentication on when it has the root user's credentials (HashKV needs the
-// root role), and fails with an auth error without them.
+// a real etcd (also at its pod's address under a name DNS does not know yet), with
+// authentication on when it has the root user's credentials (HashKV needs the root role), and
+// fails with an auth error without them.
 func TestCheckMemberAuth(t *testing.T) {
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
@@ -24,19 +26,29 @@ func TestCheckMemberAuth(t *testing.T) {
 	} else {
 		rev = resp.Header.Revision
 	}
-	plain, err := checkMember(ctx, e.Endpoint, etcdaccess.Access{}, rev)
+	plain, err := checkMember(ctx, e.Endpoint, "", etcdaccess.Access{}, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Under a name no DNS knows (a member whose name the cluster DNS has not published yet),
+	// at its pod's address: the same figures.
+	u, err := url.Parse(e.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "c-1.c.ns.svc.example.invalid:" + u.Port()
+	if at, err := checkMember(ctx, u.String(), "127.0.0.1", etcdaccess.Access{}, rev); err != nil || at != plain {
+		t.Fatalf("at the pod's address: %+v, %v; at the endpoint: %+v", at, err, plain)
+	}
 	snapshottest.EnableAuth(t, cli, "s3cret")
-	got, err := checkMember(ctx, e.Endpoint, etcdaccess.Access{Username: "root", Password: "s3cret"}, rev)
+	got, err := checkMember(ctx, e.Endpoint, "", etcdaccess.Access{Username: "root", Password: "s3cret"}, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Keys != 30 || got.Hash != plain.Hash {
 		t.Fatalf("with credentials: %+v; without authentication it was %+v", got, plain)
 	}
-	if _, err := checkMember(ctx, e.Endpoint, etcdaccess.Access{}, rev); !etcdaccess.IsAuthError(err) {
+	if _, err := checkMember(ctx, e.Endpoint, "", etcdaccess.Access{}, rev); !etcdaccess.IsAuthError(err) {
 		t.Fatalf("without credentials: %v, want an auth error", err)
 	}
 }

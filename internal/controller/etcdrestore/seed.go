@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -81,7 +80,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 		// The restore step could not tell the revision offline: a snapshot of an empty
 		// keyspace holds no key revision (etcdutl snapshot status says 0), and an etcdutl
 		// without hashkv cannot read it from the data. The seed, alone in its cluster, says.
-		st, err := r.Check(ctx, member.ClientURL(c, name), access, 0)
+		st, err := r.checkAt(ctx, c, name, access, 0)
 		if err != nil {
 			r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
 			return ctrl.Result{RequeueAfter: requeueStep}, nil
@@ -91,7 +90,7 @@ func (r *Reconciler) checkSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 		}
 		rev = st.Revision
 	}
-	st, err := r.Check(ctx, member.ClientURL(c, name), access, rev)
+	st, err := r.checkAt(ctx, c, name, access, rev)
 	if err != nil {
 		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("seed member %s does not answer yet: %v", name, err))
 		return ctrl.Result{RequeueAfter: requeueStep}, nil

@@ -37,7 +37,7 @@ func (f *fakeMembers) set(host string, st MemberState) {
 	f.states[host] = st
 }
 
-func (f *fakeMembers) check(_ context.Context, endpoint string, _ etcdaccess.Access, _ int64) (MemberState, error) {
+func (f *fakeMembers) check(_ context.Context, endpoint, _ string, _ etcdaccess.Access, _ int64) (MemberState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	host := strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://")
