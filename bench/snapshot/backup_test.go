@@ -193,7 +193,7 @@ type childResult struct {
 const resultPrefix = "BENCH-RESULT "
 
 // goMemLimit is the backup operator's GOMEMLIMIT in manifests/deploy/backup-operator.yaml.
-const goMemLimit = "72MiB"
+const goMemLimit = "64MiB"
 
 // ours takes one backup with snapshot.Take in a child process (this test binary again), so
 // its peak RSS is the backup's alone.

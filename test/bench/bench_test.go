@@ -77,7 +77,7 @@ func benchCreate(t *testing.T, f *framework.Framework, rep *report) {
 			target = "< 10 s"
 		}
 		rep.add(figure{Name: fmt.Sprintf("create -> Available, size %d with volumes", size), Values: secs, Target: target, TargetMax: map[bool]float64{true: 10}[size == 3],
-			Miss: "members are added one at a time (seed, then learner, promote, next learner), and each new member's volume is provisioned and bound before its pod starts; on this cluster the kubelet often mounts a new pod's volume seconds late (`PVC is not bound`). The etcd operator now looks again within a second of a member's start and right after a promotion (it waited 5 s); the rest is the volumes'."})
+			Miss: "members are added one at a time (seed, then learner, promote, next learner): etcd refuses to add a member until the voters have been connected for 5 s (its strict reconfiguration check), and each new member's volume is provisioned and bound before its pod starts; on this cluster the kubelet sometimes mounts a new pod's volume seconds late (`PVC is not bound`). New members no longer wait out a cached NXDOMAIN for their own DNS name (5 s each until 2026-11-26)."})
 	}
 }
 
@@ -124,7 +124,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 	}
 	rep.add(figure{Name: "backup (EtcdBackup, 3-member cluster, into MinIO)", Size: label, Values: backupSecs, Note: fmt.Sprintf("snapshot %d MiB", snapshotBytes>>20)})
 	rep.add(figure{Name: "backup operator peak RSS during the backup (VmHWM)", Size: label, Values: backupRSS, Unit: "MiB", Target: "< 128 MiB", TargetMax: 128,
-		Miss: "the pages of the operator's own 93 MB binary (file-backed: 61 MiB of an idle operator's 77 MiB; the three cloud SDKs, the Google one with gRPC and OpenTelemetry) plus its heap, which a backup grows to GOMEMLIMIT=96MiB (the S3 part pool, 6 x 8 MiB, the 4 MiB read-ahead, gRPC and HTTP buffers, the garbage collector's headroom); the same stream in a process of its own peaks at 106-118 MiB at every size up to 4 GiB (bench/results/backup.md). What would close it: 5 MiB parts with a GOMEMLIMIT of 64-72 MiB (measured on the stream alone: 92-94 MiB at 72MiB), and a smaller binary (the Google client without its gRPC transport); docs/backups.md has the figures."})
+		Miss: "the pages of the operator's own 93 MB binary (file-backed: 61 MiB of an idle operator's 77 MiB; the three cloud SDKs, the Google one with gRPC and OpenTelemetry) plus its heap, which a backup grows to its GOMEMLIMIT of 64MiB (the S3 part pool, 6 x 5 MiB, the 4 MiB read-ahead, gRPC and HTTP buffers, the garbage collector's headroom). What would close it: a smaller binary (the Google client without its gRPC transport), or a lower GOMEMLIMIT at the cost of more garbage collection during a backup; docs/backups.md has the figures."})
 	object := fmt.Sprintf("src/%d.backup", rep.Runs-1)
 
 	manual := "manual chain: download + etcdutl snapshot restore + start one etcd"
@@ -153,7 +153,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 		waitGone(t, f, ns, name)
 	}
 	rep.add(figure{Name: "restore into a new name, 3 verified members", Size: label, Values: newSecs, Baseline: manual, Target: "<= 1.5x the manual chain", TargetRatio: 1.5,
-		Miss: "the manual chain restores one member; the restore makes three, and on this single node their restore steps share one disk and 2 cores (for a 1.2 GB snapshot, 77-82 s each when the three run together), each making five passes over the data (download with sha256, snapshot status, snapshot restore read and write, hashkv). On top, a fixed part of about 8-10 s: pods with volumes provisioned and two init containers each, the three members started and a leader elected, the etcd operator's takeover, every member verified over the network; the local kubelet sometimes mounts a pod's volumes 10-15 s late (`PVC is not bound`, `failed to sync secret cache`). What would close it: members on separate nodes (each restores on its own disk, at once), skipping hashkv on all but one member, and a restore that writes the database once instead of downloading it first."})
+		Miss: "the manual chain restores one member; the restore makes three, and on this single node their restore steps share one disk and 2 cores, each making five passes over the data (download with sha256, snapshot status, snapshot restore read and write, hashkv). On top, a fixed part of about 5 s: pods with volumes provisioned and two init containers each, the three members started and a leader elected, the etcd operator's takeover, every member verified over the network; the local kubelet sometimes mounts a pod's volumes seconds late (`PVC is not bound`, `failed to sync secret cache`). What would close it: members on separate nodes (each restores on its own disk, at once), skipping hashkv on all but one member, and a restore that writes the database once instead of downloading it first."})
 	for i := range rep.Runs {
 		name := fmt.Sprintf("in-place-%d", i)
 		f.Create(t, &etcdv1beta2.EtcdRestore{
