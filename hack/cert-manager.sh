@@ -24,6 +24,11 @@ RUN_DIR="$CACHE_DIR/cert-manager"
 PID_FILE="$RUN_DIR/certmanager.pid"
 LOG_FILE="$RUN_DIR/certmanager.log"
 
+# alive: process pid exists and has not exited (a zombie not yet reaped counts as exited).
+alive() {
+  kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
 build() {
   [ -x "$BIN" ] && return 0
   log "building cert-manager $CERT_MANAGER_VERSION's controllers (cold build, about 6 minutes on 2 cores)"
@@ -58,10 +63,14 @@ up() {
   fi
   mkdir -p "$RUN_DIR"
   setsid "$BIN" --kubeconfig "$LC_KUBECONFIG" >"$LOG_FILE" 2>&1 </dev/null &
-  echo $! >"$PID_FILE"
+  local pid=$!
+  echo "$pid" >"$PID_FILE"
   local deadline=$((SECONDS + 60))
   until grep -q "controllers running" "$LOG_FILE"; do
-    if ! running; then
+    # alive, not running: for a moment after the fork the process's cmdline is still this
+    # shell's, which running's check of the binary took for an exit (a CI rehearsal's e2e
+    # step failed on it at once).
+    if ! alive "$pid"; then
       log "cert-manager exited; last log lines:"
       tail -n 20 "$LOG_FILE" >&2
       return 1
