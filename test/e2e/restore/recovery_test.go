@@ -131,6 +131,16 @@ func TestAutomaticRecovery(t *testing.T) {
 	}
 }
 
+// restored0 is a client of the restored cluster db through its client Service, once the
+// Service answers. The restore verifies every member at its pod; the Service routes to a
+// member only once the kubelet's readiness probe (every 5 s) passed and kube-proxy followed,
+// which can come a few seconds after Succeeded (a CI rehearsal's first read got a 404).
 func restored0(t *testing.T, f *framework.Framework, ns string) *clientv3.Client {
-	return f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
+	t.Helper()
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
+	framework.Eventually(t, time.Minute, "the restored cluster answers through its client Service", func(ctx context.Context) (bool, error) {
+		_, err := cli.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
+		return err == nil, err
+	})
+	return cli
 }
