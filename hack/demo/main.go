@@ -19,6 +19,9 @@ import (
 	"path/filepath"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
@@ -212,6 +215,14 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	defer cli.Close()
+	// The restore verified every member at its pod; the client Service routes to a member once
+	// the kubelet's readiness probe (every 5 s) passed, which can come a few seconds later.
+	if err := poll.Until(ctx, 500*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := cli.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
+		return err == nil, err
+	}); err != nil {
+		return fmt.Errorf("the restored cluster does not answer through its client Service: %w", err)
+	}
 	if d.o.tamper {
 		d.info("-tamper: overwriting %s in the restored cluster; the check below must catch it", d.data.key(0))
 		if _, err := cli.Put(ctx, d.data.key(0), "tampered"); err != nil {
