@@ -31,6 +31,9 @@ if [ "$mode" = all ]; then
   export OBJSTORES_REQUIRED=1
 fi
 
+# The corpus tests (internal/kvhash, internal/restoreseed) also run etcd 3.5 and its etcdutl.
+hack/build-etcd.sh "$ETCD_OLD_VERSION"
+
 # The chart tests run the pinned helm; build it (cached in bin/) before any test's clock starts.
 hack/helm.sh install >/dev/null
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/kvhash"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -228,17 +229,16 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 		"--initial-advertise-peer-urls", o.PeerURL); err != nil {
 		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot restore: %w", err)
 	}
-	// Revision 0 means the snapshot holds no key revision: an empty keyspace (or one whose
-	// keys were all deleted and compacted). hashkv at revision 0 reads the data's current
-	// revision: 1 for a store that never held a key, the compaction revision otherwise.
-	if h, ok, err := hashKV(ctx, o.Etcdutl, filepath.Join(tmpData, "member", "snap", "db"), res.Revision); err != nil {
-		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl hashkv of the restored data: %w", err)
-	} else if ok {
-		res.HashKV, res.CompactRevision = h.Hash, h.CompactRevision
-		if res.Revision == 0 {
-			res.Revision = h.HashRevision
-		}
+	// The verification values, computed from the restored data at rest (internal/kvhash: etcd's
+	// own hashkv cannot read a keyspace with leases). Revision 0 means the snapshot holds no key
+	// revision (an empty keyspace, or one whose keys were all deleted and compacted): the hash is
+	// then taken at the data's current revision, the one etcd will start at.
+	deadline, _ := ctx.Deadline()
+	h, err := kvhash.File(filepath.Join(tmpData, "member", "snap", "db"), res.Revision, kvhash.Options{Deadline: deadline})
+	if err != nil {
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "computing the keyspace hash of the restored data: %w", err)
 	}
+	res.Revision, res.HashKV, res.CompactRevision, res.Keys = h.Revision, h.Hash, h.CompactRevision, h.Keys
 	if err := os.Remove(snap); err != nil {
 		return nil, fmt.Errorf("removing %s: %w", snap, err)
 	}

@@ -53,7 +53,7 @@ func options(t *testing.T, bucket, key string, want Expect) *Options {
 }
 
 // TestRestoreServesTheBackupAndNeverTwice: the restored data dir holds every key at the
-// backup's revision with the hash etcdutl computed, and a second run leaves it alone.
+// backup's revision with the hash the agent computed, and a second run leaves it alone.
 func TestRestoreServesTheBackupAndNeverTwice(t *testing.T) {
 	bucket, _, bk := backup(t)
 	o := options(t, bucket, "db/snap", Expect{Size: bk.Size, SHA256: bk.SHA256})
@@ -89,7 +89,7 @@ func TestRestoreServesTheBackupAndNeverTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h.Hash != res.HashKV {
-		t.Fatalf("etcd's HashKV %d differs from etcdutl's %d", h.Hash, res.HashKV)
+		t.Fatalf("etcd's HashKV %d differs from the agent's %d", h.Hash, res.HashKV)
 	}
 }
 
@@ -193,7 +193,7 @@ func TestRestoreEmptyBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h.Hash != res.HashKV {
-		t.Fatalf("etcd's HashKV %d at revision %d differs from etcdutl's %d", h.Hash, res.Revision, res.HashKV)
+		t.Fatalf("etcd's HashKV %d at revision %d differs from the agent's %d", h.Hash, res.Revision, res.HashKV)
 	}
 }
 

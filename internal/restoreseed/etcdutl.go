@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"strconv"
-	"strings"
+		"strings"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -49,28 +48,4 @@ func snapshotStatus(ctx context.Context, etcdutl, file string) (*snapshotStatusJ
 		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot status printed %q: %w", truncate(string(out), 200), err)
 	}
 	return st, nil
-}
-
-// hashKVJSON is `etcdutl hashkv -w json`.
-type hashKVJSON struct {
-	Hash            uint32 `json:"hash"`
-	HashRevision    int64  `json:"hashRevision"`
-	CompactRevision int64  `json:"compactRevision"`
-}
-
-// hashKV computes the keyspace hash of a data file at rev. ok is false when this etcdutl has no
-// hashkv command (before etcd 3.6).
-func hashKV(ctx context.Context, etcdutl, db string, rev int64) (*hashKVJSON, bool, error) {
-	if help, err := output(ctx, etcdutl, "--help"); err != nil || !bytes.Contains(help, []byte("hashkv")) {
-		return nil, false, nil
-	}
-	out, err := output(ctx, etcdutl, "hashkv", db, "--rev", strconv.FormatInt(rev, 10), "-w", "json")
-	if err != nil {
-		return nil, false, err
-	}
-	h := &hashKVJSON{}
-	if err := json.Unmarshal(out, h); err != nil {
-		return nil, false, fmt.Errorf("etcdutl hashkv printed %q: %w", truncate(string(out), 200), err)
-	}
-	return h, true, nil
 }

@@ -25,15 +25,16 @@ type Result struct {
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	// Revision is the newest revision in the snapshot (etcdutl snapshot status); for a snapshot
-	// without any key revision (an empty keyspace) the restored data's current revision as
-	// etcdutl hashkv reads it, or 0 when this etcdutl has no hashkv (the restore operator then
-	// asks the running seed).
+	// without any key revision (an empty keyspace) the restored data's current revision.
 	Revision int64 `json:"revision,omitempty"`
 	// TotalKeys is etcdutl's key count of the snapshot's backend (every revision's keys).
 	TotalKeys int64 `json:"totalKeys,omitempty"`
-	// HashKV is etcdutl hashkv of the restored data at Revision; 0 when etcdutl has no hashkv.
+	// HashKV is the keyspace hash of the restored data at Revision (internal/kvhash), what
+	// etcd's HashKV serves there once a member runs on it.
 	HashKV uint32 `json:"hashKV,omitempty"`
-	// CompactRevision is the compaction revision hashkv reported.
+	// Keys is how many keys exist at Revision in the restored data.
+	Keys int64 `json:"keys,omitempty"`
+	// CompactRevision is the restored data's compaction revision (-1: never compacted).
 	CompactRevision int64 `json:"compactRevision,omitempty"`
 	// Seconds is how long the step took.
 	Seconds float64 `json:"seconds,omitempty"`

@@ -26,19 +26,34 @@ import (
 // Version is the etcd version the tests run.
 const Version = "v3.6.16"
 
+// OldVersion is the etcd 3.5 release the tests also run where a behaviour differs between
+// minor releases (hack/lib.sh ETCD_OLD_VERSION; hack/test.sh builds it).
+const OldVersion = "v3.5.35"
+
 // BinDir is the directory with etcd, etcdctl and etcdutl (ETCD_BIN_DIR overrides it).
 func BinDir() string {
 	if d := os.Getenv("ETCD_BIN_DIR"); d != "" {
 		return d
 	}
+	return BinDirOf(Version)
+}
+
+// BinDirOf is the directory hack/build-etcd.sh builds version into.
+func BinDirOf(version string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "bin", "etcd-"+Version)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "bin", "etcd-"+version)
 }
 
 // Bin returns the path of an etcd binary, skipping the test when it was not built.
 func Bin(t testing.TB, name string) string {
 	t.Helper()
-	p := filepath.Join(BinDir(), name)
+	return BinIn(t, BinDir(), name)
+}
+
+// BinIn returns the path of binary name in dir, skipping the test when it was not built.
+func BinIn(t testing.TB, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("%s not built (run hack/build-etcd.sh): %v", p, err)
 	}
@@ -60,7 +75,10 @@ type Etcd struct {
 	PeerURL  string
 	DataDir  string
 	// Args are extra etcd flags (a bench raises --quota-backend-bytes); set before Start.
-	Args  []string
+	Args []string
+	// Dir is where the etcd binary is (BinDir when empty); set before Start to run another
+	// release (BinDirOf(OldVersion)).
+	Dir   string
 	cmd   *exec.Cmd
 	log   string
 	done  chan error
@@ -139,7 +157,11 @@ func (e *Etcd) Start(t testing.TB, initialCluster, state string) {
 		args = append(args, e.certs.ServerArgs()...)
 	}
 	args = append(args, e.Args...)
-	e.cmd = exec.Command(Bin(t, "etcd"), args...)
+	dir := e.Dir
+	if dir == "" {
+		dir = BinDir()
+	}
+	e.cmd = exec.Command(BinIn(t, dir, "etcd"), args...)
 	e.log = filepath.Join(t.TempDir(), "etcd-"+e.Name+".log")
 	logf, err := os.Create(e.log)
 	if err != nil {

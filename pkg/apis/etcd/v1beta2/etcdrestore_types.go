@@ -227,8 +227,9 @@ type RestoreVerification struct {
 	Hash int64 `json:"hash,omitempty"`
 
 	// snapshotHash is the keyspace hash at revision computed offline from the restored data
-	// file by the etcd image's etcdutl (etcd 3.6 and later; unset when etcdutl has no hashkv).
-	// When set it must equal hash.
+	// file, before any member started on it (etcd's HashKV algorithm, run by the restore agent on
+	// the file at rest; etcd 3.5 and 3.6, leases and authentication included). When set it must
+	// equal hash.
 	// +optional
 	SnapshotHash int64 `json:"snapshotHash,omitempty"`
 

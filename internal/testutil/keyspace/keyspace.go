@@ -1,0 +1,300 @@
+// Package keyspace makes the keyspaces that real etcd clients leave behind, for tests of
+// backup, hash and restore: every entry runs a real client (clientv3 and its concurrency
+// package, or a real kube-apiserver) against a real etcd started by the test, and returns that
+// etcd, still running, so the test can back it up and compare a restore with it key by key at
+// the backup's revision (Compare).
+package keyspace
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
+)
+
+// Source is a running etcd holding a keyspace a real client wrote.
+type Source struct {
+	// Endpoint is its client URL.
+	Endpoint string
+	// Username and Password are set when authentication is on (user root).
+	Username, Password string
+	// Client reads it, with the credentials.
+	Client *clientv3.Client
+	// Etcd is the process (nil when another harness runs it, as envtest does).
+	Etcd *snapshottest.Etcd
+}
+
+// Entry is one kind of keyspace.
+type Entry struct {
+	Name string
+	// Make starts an etcd from binDir (snapshottest.BinDirOf) and fills it.
+	Make func(t *testing.T, binDir string) *Source
+}
+
+// Corpus is every entry that needs nothing but etcd. The kube-apiserver entry lives with the
+// tests that run envtest (KubeAPIServer).
+func Corpus() []Entry {
+	return []Entry{
+		{Name: "leases", Make: Leases},
+		{Name: "concurrency", Make: Concurrency},
+		{Name: "auth", Make: Auth},
+		{Name: "history", Make: History},
+	}
+}
+
+func start(t *testing.T, binDir string) *Source {
+	t.Helper()
+	e := snapshottest.NewEtcd(t, "default", nil)
+	e.Dir = binDir
+	e.Start(t, snapshottest.InitialCluster(e), "new")
+	e.WaitReady(t)
+	return &Source{Endpoint: e.Endpoint, Client: e.Client(t), Etcd: e}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// errOf drops a call's result and keeps its error.
+func errOf[T any](_ T, err error) error { return err }
+
+// Leases is a service registry: 40 instances, each a key on its own kept-alive lease, 200 keys
+// sharing one long lease, keys on a lease that expires (and is revoked) before the backup, and
+// a live lease with no key.
+func Leases(t *testing.T, binDir string) *Source {
+	s := start(t, binDir)
+	cli, c := s.Client, ctx(t)
+	for i := range 40 {
+		l, err := cli.Grant(c, 300)
+		ok(t, err)
+		ok(t, errOf(cli.Put(c, fmt.Sprintf("/registry/services/svc-%02d/instance", i), fmt.Sprintf(`{"addr":"10.0.0.%d:8080"}`, i), clientv3.WithLease(l.ID))))
+		ch, err := cli.KeepAlive(t.Context(), l.ID)
+		ok(t, err)
+		go func() {
+			for range ch { //nolint:revive // drain the keep-alive answers until the test ends
+			}
+		}()
+	}
+	shared, err := cli.Grant(c, 3600)
+	ok(t, err)
+	for i := range 200 {
+		ok(t, errOf(cli.Put(c, fmt.Sprintf("/sessions/shared/%03d", i), strings.Repeat("s", 64), clientv3.WithLease(shared.ID))))
+	}
+	// etcd's minimum TTL is 1.5 election timeouts, rounded up: 2 s with the default flags.
+	short, err := cli.Grant(c, 2)
+	ok(t, err)
+	for i := range 10 {
+		ok(t, errOf(cli.Put(c, fmt.Sprintf("/ephemeral/%02d", i), "gone soon", clientv3.WithLease(short.ID))))
+	}
+	ok(t, errOf(cli.Grant(c, 600))) // a lease with no key
+	// The short lease expires: its keys are deleted by the leader, a revision each.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := cli.Get(c, "/ephemeral/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		ok(t, err)
+		if r.Count == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the 2 s lease's keys still exist after 20 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ok(t, errOf(cli.Put(c, "/plain", "no lease")))
+	return s
+}
+
+// Concurrency is what clientv3/concurrency leaves: held mutexes, a waiting one, and elections
+// with a leader and a follower, every key on a session's lease.
+func Concurrency(t *testing.T, binDir string) *Source {
+	s := start(t, binDir)
+	c := ctx(t)
+	session := func() *concurrency.Session {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.Close() })
+		sess, err := concurrency.NewSession(cli, concurrency.WithTTL(60))
+		ok(t, err)
+		return sess
+	}
+	for i := range 5 {
+		m := concurrency.NewMutex(session(), fmt.Sprintf("/locks/job-%d", i))
+		if err := m.Lock(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A second contender waits behind the first holder of job-0: its key is in the keyspace too.
+	waiter := concurrency.NewMutex(session(), "/locks/job-0")
+	wctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	go func() { _ = waiter.Lock(wctx) }()
+	for i := range 3 {
+		leader := concurrency.NewElection(session(), fmt.Sprintf("/elections/shard-%d", i))
+		if err := leader.Campaign(c, fmt.Sprintf("leader-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := leader.Proclaim(c, fmt.Sprintf("leader-%d-v2", i)); err != nil {
+			t.Fatal(err)
+		}
+		follower := concurrency.NewElection(session(), fmt.Sprintf("/elections/shard-%d", i))
+		go func() { _ = follower.Campaign(wctx, "follower") }()
+	}
+	// Wait until the waiters' keys are written.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := s.Client.Get(c, "/locks/job-0", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		ok(t, err)
+		e, err := s.Client.Get(c, "/elections/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		ok(t, err)
+		if l.Count == 2 && e.Count == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiters not queued: %d lock keys, %d election keys", l.Count, e.Count)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return s
+}
+
+// AuthPassword is root's password in the Auth entry.
+const AuthPassword = "corpus-root-pw"
+
+// Auth is a keyspace with authentication on: root and two users with roles over prefixes, keys
+// written as each, one on a lease.
+func Auth(t *testing.T, binDir string) *Source {
+	s := start(t, binDir)
+	cli, c := s.Client, ctx(t)
+	for _, role := range []string{"app-rw", "audit-ro"} {
+		ok(t, errOf(cli.RoleAdd(c, role)))
+	}
+	ok(t, errOf(cli.RoleGrantPermission(c, "app-rw", "/app/", clientv3.GetPrefixRangeEnd("/app/"), clientv3.PermissionType(clientv3.PermReadWrite))))
+	ok(t, errOf(cli.RoleGrantPermission(c, "audit-ro", "/", "\x00", clientv3.PermissionType(clientv3.PermRead))))
+	ok(t, errOf(cli.UserAdd(c, "app", "app-pw")))
+	ok(t, errOf(cli.UserGrantRole(c, "app", "app-rw")))
+	ok(t, errOf(cli.UserAdd(c, "auditor", "audit-pw")))
+	ok(t, errOf(cli.UserGrantRole(c, "auditor", "audit-ro")))
+	snapshottest.EnableAuth(t, cli, AuthPassword)
+
+	root := s.login(t, "root", AuthPassword)
+	app := s.login(t, "app", "app-pw")
+	for i := range 50 {
+		ok(t, errOf(app.Put(c, fmt.Sprintf("/app/config/%02d", i), fmt.Sprintf("v%d", i))))
+	}
+	l, err := app.Grant(c, 600)
+	ok(t, err)
+	ok(t, errOf(app.Put(c, "/app/leader", "app-0", clientv3.WithLease(l.ID))))
+	ok(t, errOf(root.Put(c, "/admin/settings", "root only")))
+	s.Client, s.Username, s.Password = root, "root", AuthPassword
+	return s
+}
+
+func (s *Source) login(t *testing.T, user, password string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Username: user, Password: password, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// History is a keyspace with a past: a key written 300 times, deleted keys and a key deleted and
+// written again, transactions of many operations, values up to 1 MiB, a compaction in the
+// middle, and writes after it (including a delete at what becomes the compaction revision).
+func History(t *testing.T, binDir string) *Source {
+	s := start(t, binDir)
+	cli, c := s.Client, ctx(t)
+	for i := range 300 {
+		ok(t, errOf(cli.Put(c, "/counter", fmt.Sprint(i))))
+	}
+	for i := range 100 {
+		ok(t, errOf(cli.Put(c, fmt.Sprintf("/tmp/%03d", i), "x")))
+	}
+	ok(t, errOf(cli.Delete(c, "/tmp/", clientv3.WithPrefix())))
+	ok(t, errOf(cli.Put(c, "/reborn", "first life")))
+	ok(t, errOf(cli.Delete(c, "/reborn")))
+	ok(t, errOf(cli.Put(c, "/reborn", "second life")))
+	for i := range 20 {
+		ops := make([]clientv3.Op, 0, 50)
+		for j := range 50 {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/txn/%02d/%02d", i, j), fmt.Sprint(i*j)))
+		}
+		ok(t, errOf(cli.Txn(c).If(clientv3.Compare(clientv3.Version("/counter"), ">", 0)).Then(ops...).Commit()))
+	}
+	big := strings.Repeat("L", 1<<20)
+	for i := range 3 {
+		ok(t, errOf(cli.Put(c, fmt.Sprintf("/large/%d", i), big)))
+	}
+	ok(t, errOf(cli.Put(c, "/doomed", "deleted at the compaction revision")))
+	del, err := cli.Delete(c, "/doomed")
+	ok(t, err)
+	ok(t, errOf(cli.Compact(c, del.Header.Revision, clientv3.WithCompactPhysical())))
+	for i := range 50 {
+		ok(t, errOf(cli.Put(c, "/counter", fmt.Sprint(1000+i))))
+	}
+	ok(t, errOf(cli.Delete(c, "/txn/00/", clientv3.WithPrefix())))
+	return s
+}
+
+// Compare checks that dst serves at rev exactly the keys src served at rev (key, value, create
+// and mod revision, version, lease), and that every lease a key there is attached to exists in
+// dst with the TTL it was granted. It returns the number of keys compared.
+func Compare(t *testing.T, src, dst *clientv3.Client, rev int64) int {
+	t.Helper()
+	c := ctx(t)
+	want, err := src.Get(c, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
+	ok(t, err)
+	got, err := dst.Get(c, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
+	ok(t, err)
+	if len(got.Kvs) != len(want.Kvs) {
+		t.Fatalf("at revision %d the restore serves %d keys, the source %d", rev, len(got.Kvs), len(want.Kvs))
+	}
+	leases := map[clientv3.LeaseID]int64{}
+	for i, w := range want.Kvs {
+		g := got.Kvs[i]
+		if string(g.Key) != string(w.Key) || string(g.Value) != string(w.Value) || g.CreateRevision != w.CreateRevision ||
+			g.ModRevision != w.ModRevision || g.Version != w.Version || g.Lease != w.Lease {
+			t.Fatalf("key %d differs at revision %d:\n restored %q create %d mod %d version %d lease %x (%d value bytes)\n source   %q create %d mod %d version %d lease %x (%d value bytes)",
+				i, rev, g.Key, g.CreateRevision, g.ModRevision, g.Version, g.Lease, len(g.Value), w.Key, w.CreateRevision, w.ModRevision, w.Version, w.Lease, len(w.Value))
+		}
+		if w.Lease != 0 {
+			leases[clientv3.LeaseID(w.Lease)]++
+		}
+	}
+	for id, n := range leases {
+		ttl, err := src.TimeToLive(c, id)
+		if err != nil {
+			t.Fatalf("source lease %x: %v", id, err)
+		}
+		r, err := dst.TimeToLive(c, id, clientv3.WithAttachedKeys())
+		if err != nil {
+			t.Fatalf("restored lease %x (%d keys): %v", id, n, err)
+		}
+		if r.TTL <= 0 || (ttl.GrantedTTL > 0 && r.GrantedTTL != ttl.GrantedTTL) {
+			t.Fatalf("restored lease %x: TTL %d, granted %d; the source granted %d", id, r.TTL, r.GrantedTTL, ttl.GrantedTTL)
+		}
+		if int64(len(r.Keys)) < n {
+			t.Fatalf("restored lease %x has %d keys attached, the source's keys at revision %d name it %d times", id, len(r.Keys), rev, n)
+		}
+	}
+	return len(want.Kvs)
+}
