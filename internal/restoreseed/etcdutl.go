@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-		"strings"
+	"strings"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
