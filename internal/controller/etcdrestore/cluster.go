@@ -121,19 +121,9 @@ func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names 
 // replace runs the preflight checks, saves c's template on rs, retains c's volumes, then deletes
 // c; its pods go with it. A cluster another unfinished EtcdRestore made is never replaced.
 func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
-	if holder, err := r.restoreOf(ctx, c); err != nil || holder != nil {
-		if err != nil {
-			return err
-		}
-		return errLocked{holder: holder.Name}
-	}
 	if _, saved := rs.Annotations[AnnotationClusterTemplate]; !saved {
-		tmpl := templateOf(c)
-		names, err := r.memberNames(ctx, rs.Namespace, c.Name, tmpl.Spec.Size)
+		tmpl, err := r.preflightReplace(ctx, rs, c)
 		if err != nil {
-			return err
-		}
-		if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, names), c.UID, names); err != nil {
 			return err
 		}
 		if err := r.saveTemplate(ctx, rs, tmpl); err != nil {
@@ -153,6 +143,26 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 	}
 	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup and preflight checks passed; deleted EtcdCluster %s (its pods go with it, its %d volumes are kept until the restored cluster is verified) to restore it from %s", c.Name, len(rs.Status.RetainedVolumes), rs.Status.BackupLocation)
 	return errWait{"deleting the old EtcdCluster " + c.Name + " and its pods"}
+}
+
+// preflightReplace checks that rs may replace c (no other unfinished restore made it) and runs
+// the preflight of the cluster that would replace it; it returns c's template.
+func (r *Reconciler) preflightReplace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) (*template, error) {
+	if holder, err := r.restoreOf(ctx, c); err != nil || holder != nil {
+		if err != nil {
+			return nil, err
+		}
+		return nil, errLocked{holder: holder.Name}
+	}
+	tmpl := templateOf(c)
+	names, err := r.memberNames(ctx, rs.Namespace, c.Name, tmpl.Spec.Size)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, names), c.UID, names); err != nil {
+		return nil, err
+	}
+	return tmpl, nil
 }
 
 // replacedGracePeriod is how long the pods of a replaced cluster get to stop. Their data is

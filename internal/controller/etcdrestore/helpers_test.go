@@ -150,3 +150,27 @@ func pvcClusterWithVolumes(t *testing.T, ns, name string, size int32) *etcdv1bet
 	}
 	return c
 }
+
+// checkPasses plays the kubelet for an in-place restore's check pod: its restore step exited 0
+// with result (a restoreseed.Result). It returns the pod as the restore operator made it.
+func checkPasses(t *testing.T, ns, restore, result string) *corev1.Pod {
+	t.Helper()
+	return checkEnds(t, ns, restore, 0, result)
+}
+
+// checkEnds plays the kubelet for the check pod of restore: its restore step exited with code
+// and result.
+func checkEnds(t *testing.T, ns, restore string, code int32, result string) *corev1.Pod {
+	t.Helper()
+	pod := waitPod(t, ns, restore+"-restore-check")
+	made := pod.DeepCopy()
+	pod.Status.Phase = corev1.PodSucceeded
+	if code != 0 {
+		pod.Status.Phase = corev1.PodFailed
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: result}}}}
+	if err := k8s.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return made
+}

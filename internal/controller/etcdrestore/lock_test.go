@@ -28,6 +28,7 @@ func TestOneRestorePerCluster(t *testing.T) {
 	create(t, s.restore(ns, "second", "prod", "etcd.backup"))
 
 	waitCondition(t, ns, "second", etcdv1beta2.RestoreConditionComplete, "False/"+etcdv1beta2.ReasonRestoreInProgress)
+	checkPasses(t, ns, "first", restoredOK)
 	first := playGC(t, ns, "prod", old.UID)
 	if first.Spec.Bootstrap.Restore.RestoreName != "first" {
 		t.Fatalf("cluster made by %q, want first", first.Spec.Bootstrap.Restore.RestoreName)
@@ -57,6 +58,7 @@ func TestOneRestorePerCluster(t *testing.T) {
 	if !strings.Contains(failed.Status.Reason, "create a new EtcdRestore with etcdCluster.name prod") {
 		t.Errorf("failure %q does not say how to retry", failed.Status.Reason)
 	}
+	checkPasses(t, ns, "second", restoredOK)
 	retry := playGC(t, ns, "prod", first.UID)
 	if b := retry.Spec.Bootstrap.Restore; b.RestoreName != "second" {
 		t.Fatalf("cluster after the retry made by %q", b.RestoreName)

@@ -33,6 +33,7 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 	}
 	create(t, stray)
 	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
+	checkPasses(t, ns, "prod", restoredOK)
 
 	// When the old cluster is deleted, its volumes already belong to the EtcdRestore.
 	var rs *etcdv1beta2.EtcdRestore

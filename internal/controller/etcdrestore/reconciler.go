@@ -211,6 +211,9 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		if err := r.stopOwnSeed(ctx, rs); err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := r.stopCheck(ctx, rs); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs))+r.leftBehind(ctx, rs))
 		return ctrl.Result{}, nil
 	}
@@ -219,6 +222,8 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	switch {
 	case !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupVerified):
 		res, err = r.verifyBackup(ctx, rs)
+	case needsCheck(rs) && !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupRestorable):
+		res, err = r.checkRestorable(ctx, rs)
 	case !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionSeeded):
 		res, err = r.seed(ctx, rs)
 	default:

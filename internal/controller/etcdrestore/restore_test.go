@@ -142,6 +142,9 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	old := cluster(ns, "prod", 3)
 	create(t, old)
 	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
+	const rev, hash = 201, 12345
+	result := fmt.Sprintf(`{"outcome":"Restored","revision":%d,"hashKV":%d,"keys":200,"size":%d}`, rev, hash, s.backup.Size)
+	checkPasses(t, ns, "prod", result)
 
 	// The old cluster is deleted in the foreground; envtest has no garbage collector, so the
 	// test plays it and removes the finalizer.
@@ -193,8 +196,7 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	onlyControlledBy(t, "seed pod", pod, c)
 
 	// The kubelet's part: the restore step finished, etcd runs and is ready.
-	const rev, hash = 201, 12345
-	msg := fmt.Sprintf(`{"outcome":"Restored","revision":%d,"hashKV":%d,"size":%d}`, rev, hash, s.backup.Size)
+	msg := result
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: msg}}}}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {

@@ -20,6 +20,7 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 	s := newStore(t, ns)
 	old := pvcClusterWithVolumes(t, ns, "prod", 3)
 	create(t, s.restore(ns, "first", "prod", "etcd.backup"))
+	checkPasses(t, ns, "first", restoredOK)
 	c := playGC(t, ns, "prod", old.UID)
 	pod := waitPod(t, ns, "prod-3")
 	seedFails(t, pod, mustJSON(t, restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}))
@@ -43,6 +44,7 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 	}
 
 	create(t, s.restore(ns, "retry", "prod", "etcd.backup"))
+	checkPasses(t, ns, "retry", restoredOK)
 	next := playGC(t, ns, "prod", c.UID)
 	if b := next.Spec.Bootstrap.Restore; b.RestoreName != "retry" || b.SeedMember != "prod-6" || strings.Join(b.Members, ",") != "prod-6,prod-7,prod-8" {
 		t.Fatalf("retry bootstrap %+v, want restore retry restoring prod-6..8 (above prod-0..5)", b)

@@ -56,6 +56,9 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		if rs.Status.Verification == nil {
 			rs.Status.Verification = &etcdv1beta2.RestoreVerification{}
 		}
+		if v := rs.Status.Verification; v.SnapshotHash != 0 && v.Revision == res.Revision && v.SnapshotHash != int64(res.HashKV) {
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonVerificationFailed, "member %s restored keyspace hash %d at revision %d, but the restore check computed %d from the same backup", ref.name, res.HashKV, res.Revision, v.SnapshotHash)
+		}
 		rs.Status.Verification.Revision = res.Revision
 		rs.Status.Verification.SnapshotHash = int64(res.HashKV)
 	}

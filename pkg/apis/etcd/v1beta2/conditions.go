@@ -161,6 +161,12 @@ const (
 	// RestoreConditionBackupVerified is True once the backup was found, its size and checksum
 	// matched, and it read as a valid snapshot; False with a reason otherwise.
 	RestoreConditionBackupVerified = "BackupVerified"
+	// RestoreConditionBackupRestorable is True once the whole restore pipeline ran on the
+	// verified backup in a throwaway pod (download, checksums, etcdutl snapshot restore into a
+	// scratch volume, keyspace hash and key count), before an in-place restore deletes anything;
+	// False with the failure's reason when it did not restore. Restores into a new name skip it:
+	// they destroy nothing, and their members run the same pipeline.
+	RestoreConditionBackupRestorable = "BackupRestorable"
 	// RestoreConditionSeeded is True once the seed member runs on the restored data.
 	RestoreConditionSeeded = "Seeded"
 	// RestoreConditionComplete is True once the cluster is Available with the backup's revision.
