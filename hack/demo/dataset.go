@@ -20,10 +20,14 @@ import (
 // are small and a few are large, as in a Kubernetes etcd. Key i's value is a function of (seed, i)
 // only, so verification regenerates it instead of holding 40 MB in memory. Keys from index n on
 // are the "trickle": /app/events/..., written continuously from after the load until the
-// disaster, some of them after the backup.
+// disaster, some of them after the backup. The sessions (every fifth key) are attached to
+// leases, as Kubernetes events, locks and service registries are: a restore must bring back
+// each key on its lease.
 type dataset struct {
 	seed uint64
 	n    int
+	// leases are the sessions' leases (granted by load, an hour each).
+	leases []clientv3.LeaseID
 	// rev[i] is the revision of the transaction that wrote key i; 0 = not written.
 	rev []int64
 	mu  sync.Mutex // guards rev beyond n (the trickle appends)
@@ -32,7 +36,19 @@ type dataset struct {
 const (
 	minValue = 16
 	maxValue = 4096
+	// sessionLeases is how many leases the sessions share; leaseTTL their TTL in seconds, far
+	// beyond the demo (a restored lease starts a full TTL again: docs/restore.md).
+	sessionLeases = 16
+	leaseTTL      = 3600
 )
+
+// lease is the lease key i is attached to, or 0.
+func (d *dataset) lease(i int) clientv3.LeaseID {
+	if i >= d.n || i%5 != 4 || len(d.leases) == 0 {
+		return 0
+	}
+	return d.leases[i%len(d.leases)]
+}
 
 func newDataset(seed uint64, n int) *dataset {
 	return &dataset{seed: seed, n: n, rev: make([]int64, n)}
@@ -100,7 +116,11 @@ func (d *dataset) total() int {
 func (d *dataset) put(ctx context.Context, cli *clientv3.Client, from, to int) error {
 	ops := make([]clientv3.Op, 0, to-from)
 	for i := from; i < to; i++ {
-		ops = append(ops, clientv3.OpPut(d.key(i), string(d.value(i))))
+		var opts []clientv3.OpOption
+		if l := d.lease(i); l != 0 {
+			opts = append(opts, clientv3.WithLease(l))
+		}
+		ops = append(ops, clientv3.OpPut(d.key(i), string(d.value(i)), opts...))
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -115,6 +135,15 @@ func (d *dataset) put(ctx context.Context, cli *clientv3.Client, from, to int) e
 // load writes the n dataset keys, batch keys per transaction (etcd's --max-txn-ops is 128),
 // workers transactions in flight. It returns the bytes written (keys and values).
 func (d *dataset) load(ctx context.Context, cli *clientv3.Client, batch, workers int) (int64, error) {
+	for range sessionLeases {
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		l, err := cli.Grant(gctx, leaseTTL)
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("granting the sessions' leases: %w", err)
+		}
+		d.leases = append(d.leases, l.ID)
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -169,7 +198,8 @@ type verification struct {
 	Expected   int   // keys written at or before the backup's revision
 	Lost       int   // keys written after it: expected absent
 	Checked    int   // expected keys found and compared
-	Mismatches int   // expected keys found with another value
+	Mismatches int   // expected keys found with another value or on another lease
+	Leased     int   // expected keys checked on their lease
 	Missing    int   // expected keys absent
 	Survivors  int   // keys written after the backup's revision that are present anyway
 	Unknown    int   // keys in the cluster the demo never wrote
@@ -234,8 +264,15 @@ func (d *dataset) verify(ctx context.Context, cli *clientv3.Client, backupRev in
 				v.Mismatches++
 				v.Checked++
 				v.example("key %s: %d-byte value differs from the %d bytes written", k, len(kv.Value), len(d.value(i)))
+			case clientv3.LeaseID(kv.Lease) != d.lease(i):
+				v.Mismatches++
+				v.Checked++
+				v.example("key %s: on lease %x, written on lease %x", k, kv.Lease, d.lease(i))
 			default:
 				v.Checked++
+				if kv.Lease != 0 {
+					v.Leased++
+				}
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {

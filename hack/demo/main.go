@@ -147,7 +147,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.info("Available with 3 members in %s", since(t))
 
-	d.step("load", "write the dataset: %d keys, values %d B to %d KiB (/registry/..., /app/...)", d.o.keys, minValue, maxValue/1024)
+	d.step("load", "write the dataset: %d keys, values %d B to %d KiB (/registry/..., /app/...; every fifth on one of %d leases)", d.o.keys, minValue, maxValue/1024, sessionLeases)
 	cli, err := d.etcdClient(ctx)
 	if err != nil {
 		return err
@@ -238,8 +238,8 @@ func (d *demo) run(ctx context.Context) error {
 	r.VerifiedTime = time.Now()
 	d.endStep()
 	r.Total = time.Since(d.start)
-	d.info("checked %d keys: %d mismatches, %d missing; %d written after the backup are gone as expected",
-		r.Verification.Checked, r.Verification.Mismatches, r.Verification.Missing, r.Verification.Lost-r.Verification.Survivors)
+	d.info("checked %d keys (%d of them on their lease): %d mismatches, %d missing; %d written after the backup are gone as expected",
+		r.Verification.Checked, r.Verification.Leased, r.Verification.Mismatches, r.Verification.Missing, r.Verification.Lost-r.Verification.Survivors)
 	fmt.Println()
 	fmt.Print(r.String())
 	return nil

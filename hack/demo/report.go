@@ -155,8 +155,8 @@ func (r *report) String() string {
 			v.Keys, v.Hash, v.Revision, v.MembersVerified, v.Passed)
 	}
 	if v := r.Verification; v != nil {
-		w("verification   %d keys checked key by key (value bytes compared): %d mismatches, %d missing",
-			v.Checked, v.Mismatches, v.Missing)
+		w("verification   %d keys checked key by key (value bytes and lease compared; %d on leases): %d mismatches, %d missing",
+			v.Checked, v.Leased, v.Mismatches, v.Missing)
 		w("               %d keys written after revision %d: %d gone as expected, %d present (must be 0); %d unknown keys",
 			v.Lost, r.cut(), v.Lost-v.Survivors, v.Survivors, v.Unknown)
 		w("               keys per member (serializable reads): %s", memberCounts(r.MemberKeys))

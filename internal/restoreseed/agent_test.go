@@ -3,6 +3,8 @@ package restoreseed
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os"
 	"path/filepath"
@@ -113,6 +115,12 @@ func TestRestoreRefusesBadBackups(t *testing.T) {
 	put("db/flipped", flipped)
 	put("db/truncated", orig[:len(orig)/2])
 	put("db/notasnapshot", bytes.Repeat([]byte("x"), 4096))
+	// Checksums valid, restore impossible: what only running the restore finds.
+	unrestorable := snapshottest.Unrestorable(orig)
+	put("db/unrestorable", unrestorable)
+	if _, err := io.Copy(io.Discard, snapshot.NewVerifyingReader(bytes.NewReader(unrestorable))); err != nil {
+		t.Fatalf("etcd's checksum of the unrestorable snapshot does not verify: %v", err)
+	}
 
 	for _, tc := range []struct {
 		name, key string
@@ -122,6 +130,7 @@ func TestRestoreRefusesBadBackups(t *testing.T) {
 		{"flipped byte", "db/flipped", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
 		{"truncated", "db/truncated", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
 		{"not a snapshot", "db/notasnapshot", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
+		{"checksums valid, database not", "db/unrestorable", Expect{Size: int64(len(unrestorable)), SHA256: sha256Hex(unrestorable)}, etcdv1beta2.ReasonBackupCorrupt},
 		{"missing", "db/missing", Expect{}, etcdv1beta2.ReasonBackupNotFound},
 		{"sha256 differs from the backup's record", "db/snap", Expect{SHA256: otherSHA256(bk.SHA256)}, etcdv1beta2.ReasonBackupCorrupt},
 		{"size differs from the backup's record", "db/snap", Expect{Size: bk.Size + 1}, etcdv1beta2.ReasonBackupCorrupt},
@@ -195,6 +204,11 @@ func TestRestoreEmptyBackup(t *testing.T) {
 	if h.Hash != res.HashKV {
 		t.Fatalf("etcd's HashKV %d at revision %d differs from the agent's %d", h.Hash, res.Revision, res.HashKV)
 	}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // otherSHA256 returns a hex sha256 that differs from sum in its first digit (replacing the first

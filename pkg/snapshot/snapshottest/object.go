@@ -1,6 +1,7 @@
 package snapshottest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -23,4 +24,20 @@ func ObjectSHA256(t testing.TB, b backend.Backend, key string) (string, int64) {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n
+}
+
+// Unrestorable returns a copy of the etcd snapshot snap (a bbolt file and etcd's trailing
+// sha256) that every checksum accepts but etcd cannot restore: the magic number of both bbolt
+// meta pages is overwritten (pages 0 and 1; bbolt's page size is 4096 bytes on the platforms
+// the tests run on) and etcd's trailing sha256 computed again over the changed file.
+func Unrestorable(snap []byte) []byte {
+	const pageSize, pageHeader = 4096, 16
+	out := bytes.Clone(snap)
+	for _, page := range []int{0, 1} {
+		copy(out[page*pageSize+pageHeader:], []byte{0xde, 0xad, 0xbe, 0xef})
+	}
+	body := len(out) - sha256.Size
+	sum := sha256.Sum256(out[:body])
+	copy(out[body:], sum[:])
+	return out
 }

@@ -10,6 +10,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
@@ -76,9 +79,22 @@ func TestRestore(t *testing.T) {
 	// 2. Bad backups: the named cluster is untouched.
 	copyObject(t, bucket, "db/etcd.backup", "db/corrupt.backup")
 	bucket.FlipByte(t, "db/corrupt.backup", backup.Status.Size/2)
+	// Checksums valid, database not: only running the restore finds it (issue 35), and an
+	// in-place restore runs it in a throwaway pod before it deletes anything.
+	file := filepath.Join(t.TempDir(), "snap")
+	bucket.Download(t, "db/etcd.backup", file)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, snapshottest.Unrestorable(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bucket.Upload(t, "db/unrestorable.backup", file)
 	for _, tc := range []struct{ name, key, reason string }{
 		{"corrupt", "db/corrupt.backup", etcdv1beta2.ReasonBackupCorrupt},
 		{"missing", "db/missing.backup", etcdv1beta2.ReasonBackupNotFound},
+		{"unrestorable", "db/unrestorable.backup", etcdv1beta2.ReasonBackupCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.Create(t, coreosRestore(ns, tc.name, "db", bucket.Source(tc.key, "aws")))
@@ -87,6 +103,11 @@ func TestRestore(t *testing.T) {
 				t.Fatalf("Failed condition %+v, want True/%s", c, tc.reason)
 			}
 			t.Logf("refused: %s", rs.Status.Reason)
+			if tc.name == "unrestorable" {
+				if c := meta.FindStatusCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupRestorable); c == nil || c.Status != metav1.ConditionFalse {
+					t.Fatalf("BackupRestorable %+v, want False: the checksums passed, the restore did not", c)
+				}
+			}
 			c, err := f.GetCluster(ctx, ns, "db")
 			if err != nil || c.UID != db.UID || c.DeletionTimestamp != nil || c.Spec.Bootstrap != nil {
 				t.Fatalf("cluster db touched by a failed restore: %v", err)
