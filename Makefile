@@ -109,7 +109,7 @@ FUZZTIME ?= 10s
 # package:FuzzTarget for every fuzz target (their seed corpora also run as tests in test-unit).
 # internal/controller/etcdbackupschedule:FuzzSchedule is not listed: its package's TestMain
 # starts envtest in every fuzz worker and the fuzzer stalls there; its seeds run as tests.
-FUZZ_TARGETS := pkg/snapshot:FuzzClusterKey pkg/snapshot:FuzzSplitKey pkg/snapshot:FuzzVerifyingReader \
+FUZZ_TARGETS := internal/kvhash:FuzzUserKey pkg/snapshot:FuzzClusterKey pkg/snapshot:FuzzSplitKey pkg/snapshot:FuzzVerifyingReader \
 	pkg/backend/s3:FuzzParseAWSSecret pkg/backend/s3:FuzzAWSSecretNotInError \
 	pkg/backend/abs:FuzzParseABSSecret pkg/backend/gcs:FuzzParseGCPSecret \
 	internal/storage:FuzzLocationRoundTrip internal/storage:FuzzDecode \

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // etcd's bucket and key names (server/storage/schema).
@@ -150,8 +150,7 @@ func hashTx(tx *bolt.Tx, rev int64, opts Options) (*Result, error) {
 		rev       revision
 		tombstone bool
 	}
-	index := map[string]latest{}
-	var kv mvccpb.KeyValue
+	index := map[string]*latest{}
 	n := 0
 	err := keys.ForEach(func(k, v []byte) error {
 		r, tomb, err := parseRev(k)
@@ -164,12 +163,16 @@ func hashTx(tx *bolt.Tx, rev int64, opts Options) (*Result, error) {
 		if n++; n%4096 == 0 && !opts.Deadline.IsZero() && time.Now().After(opts.Deadline) {
 			return fmt.Errorf("deadline reached after %d revisions", n)
 		}
-		kv.Reset()
-		if err := kv.Unmarshal(v); err != nil {
+		key, err := userKey(v)
+		if err != nil {
 			return fmt.Errorf("revision %d.%d: %w", r.main, r.sub, err)
 		}
 		// Entries come in revision order, so the last one seen is the latest.
-		index[string(kv.Key)] = latest{rev: r, tombstone: tomb}
+		if l, ok := index[string(key)]; ok {
+			l.rev, l.tombstone = r, tomb
+		} else {
+			index[string(key)] = &latest{rev: r, tombstone: tomb}
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
@@ -224,3 +227,28 @@ func hashTx(tx *bolt.Tx, rev int64, opts Options) (*Result, error) {
 }
 
 var errStop = errors.New("past the revision")
+
+// userKey reads the key (field 1) of an mvccpb.KeyValue without decoding, or copying, the rest:
+// the value can be large, and only the key is needed.
+func userKey(b []byte) ([]byte, error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, fmt.Errorf("decoding a key-value: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			key, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, fmt.Errorf("decoding a key: %w", protowire.ParseError(n))
+			}
+			return key, nil
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return nil, fmt.Errorf("decoding a key-value: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+	}
+	return nil, errors.New("a key-value without a key")
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -139,4 +140,22 @@ func TestNotAnEtcdFile(t *testing.T) {
 	if _, err := kvhash.File(p, 0, kvhash.Options{}); err == nil {
 		t.Fatal("hashed a file that is not a database")
 	}
+}
+
+// FuzzUserKey: the key decoder agrees with etcd's generated decoder on every input it accepts.
+func FuzzUserKey(f *testing.F) {
+	for _, kv := range []*mvccpb.KeyValue{{Key: []byte("k"), Value: []byte("v"), CreateRevision: 2, ModRevision: 3, Version: 1, Lease: 7}, {Key: []byte("/registry/x")}} {
+		b, err := kv.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := kvhash.UserKey(b)
+		var kv mvccpb.KeyValue
+		if uerr := kv.Unmarshal(b); uerr == nil && len(kv.Key) > 0 && err == nil && string(got) != string(kv.Key) {
+			t.Fatalf("key %q, etcd's decoder reads %q", got, kv.Key)
+		}
+	})
 }

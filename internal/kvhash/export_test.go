@@ -1,0 +1,4 @@
+package kvhash
+
+// UserKey is userKey, for the fuzz test.
+var UserKey = userKey
