@@ -70,65 +70,58 @@ func restore(t *testing.T, binDir, snap string) string {
 // compaction revision where there is one. etcdutl hashkv panics on the first three entries
 // ("no lessor to attach lease"); etcdutl 3.5 has no hashkv.
 func TestHashMatchesWhatEtcdServes(t *testing.T) {
-	for _, version := range []string{snapshottest.Version, snapshottest.OldVersion} {
-		binDir := snapshottest.BinDirOf(version)
-		for _, e := range keyspace.Corpus() {
-			t.Run(version+"/"+e.Name, func(t *testing.T) {
-				snapshottest.BinIn(t, binDir, "etcd")
-				src := e.Make(t, binDir)
-				snap, rev := saveSnapshot(t, src)
-				db := restore(t, binDir, snap)
-				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-				defer cancel()
+	keyspace.Run(t, func(t *testing.T, binDir string, src *keyspace.Source) {
+		snap, rev := saveSnapshot(t, src)
+		db := restore(t, binDir, snap)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
 
-				got, err := kvhash.File(db, rev, kvhash.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := src.Client.HashKV(ctx, src.Endpoint, rev)
-				if err != nil {
-					t.Fatal(err)
-				}
-				n, err := src.Client.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly(), clientv3.WithRev(rev))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got.Hash != want.Hash || got.CompactRevision != want.CompactRevision || got.Keys != n.Count || got.Revision != rev {
-					t.Fatalf("computed hash %d compact %d keys %d at %d; etcd serves hash %d compact %d keys %d", got.Hash, got.CompactRevision, got.Keys, got.Revision, want.Hash, want.CompactRevision, n.Count)
-				}
-				// The snapshot file itself hashes the same: a backup can be checked as it is.
-				if raw, err := kvhash.File(snap, rev, kvhash.Options{}); err != nil || raw.Hash != got.Hash {
-					t.Fatalf("hash of the snapshot file: %+v, %v; of the restored data %d", raw, err, got.Hash)
-				}
-				if cur, err := kvhash.File(db, 0, kvhash.Options{}); err != nil || cur.Revision != rev || cur.Hash != got.Hash {
-					t.Fatalf("at revision 0: %+v, %v; want revision %d hash %d", cur, err, rev, got.Hash)
-				}
-				// Between the compaction and the backup. (At the compaction revision itself a
-				// running etcd serves the hash it computed while compacting, of the revisions
-				// that compaction covered; a restarted one, as a restored member is, computes it
-				// anew as here.)
-				if c := want.CompactRevision; c > 0 {
-					at, err := kvhash.File(db, c+1, kvhash.Options{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					served, err := src.Client.HashKV(ctx, src.Endpoint, c+1)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if at.Hash != served.Hash {
-						t.Fatalf("after the compaction revision %d: computed %d, etcd serves %d", c, at.Hash, served.Hash)
-					}
-					if _, err := kvhash.File(db, c-1, kvhash.Options{}); !errors.Is(err, kvhash.ErrCompacted) {
-						t.Fatalf("below the compaction revision: %v, want ErrCompacted", err)
-					}
-				}
-				if _, err := kvhash.File(db, rev+1, kvhash.Options{}); !errors.Is(err, kvhash.ErrFutureRev) {
-					t.Fatalf("past the current revision: %v, want ErrFutureRev", err)
-				}
-			})
+		got, err := kvhash.File(db, rev, kvhash.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		want, err := src.Client.HashKV(ctx, src.Endpoint, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := src.Client.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly(), clientv3.WithRev(rev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Hash != want.Hash || got.CompactRevision != want.CompactRevision || got.Keys != n.Count || got.Revision != rev {
+			t.Fatalf("computed hash %d compact %d keys %d at %d; etcd serves hash %d compact %d keys %d", got.Hash, got.CompactRevision, got.Keys, got.Revision, want.Hash, want.CompactRevision, n.Count)
+		}
+		// The snapshot file itself hashes the same: a backup can be checked as it is.
+		if raw, err := kvhash.File(snap, rev, kvhash.Options{}); err != nil || raw.Hash != got.Hash {
+			t.Fatalf("hash of the snapshot file: %+v, %v; of the restored data %d", raw, err, got.Hash)
+		}
+		if cur, err := kvhash.File(db, 0, kvhash.Options{}); err != nil || cur.Revision != rev || cur.Hash != got.Hash {
+			t.Fatalf("at revision 0: %+v, %v; want revision %d hash %d", cur, err, rev, got.Hash)
+		}
+		// Between the compaction and the backup. (At the compaction revision itself a
+		// running etcd serves the hash it computed while compacting, of the revisions
+		// that compaction covered; a restarted one, as a restored member is, computes it
+		// anew as here.)
+		if c := want.CompactRevision; c > 0 {
+			at, err := kvhash.File(db, c+1, kvhash.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			served, err := src.Client.HashKV(ctx, src.Endpoint, c+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at.Hash != served.Hash {
+				t.Fatalf("after the compaction revision %d: computed %d, etcd serves %d", c, at.Hash, served.Hash)
+			}
+			if _, err := kvhash.File(db, c-1, kvhash.Options{}); !errors.Is(err, kvhash.ErrCompacted) {
+				t.Fatalf("below the compaction revision: %v, want ErrCompacted", err)
+			}
+		}
+		if _, err := kvhash.File(db, rev+1, kvhash.Options{}); !errors.Is(err, kvhash.ErrFutureRev) {
+			t.Fatalf("past the current revision: %v, want ErrFutureRev", err)
+		}
+	})
 }
 
 // TestNotAnEtcdFile: a file that is not an etcd data file is an error, not a hash.

@@ -49,6 +49,22 @@ func Corpus() []Entry {
 	}
 }
 
+// Run runs test once per corpus entry and etcd release (3.6 and 3.5), as a subtest named
+// <version>/<entry>, with the entry's source running on that release (binDir is its
+// binaries' directory).
+func Run(t *testing.T, test func(t *testing.T, binDir string, src *Source)) {
+	t.Helper()
+	for _, version := range []string{snapshottest.Version, snapshottest.OldVersion} {
+		binDir := snapshottest.BinDirOf(version)
+		for _, e := range Corpus() {
+			t.Run(version+"/"+e.Name, func(t *testing.T) {
+				snapshottest.BinIn(t, binDir, "etcd")
+				test(t, binDir, e.Make(t, binDir))
+			})
+		}
+	}
+}
+
 func start(t *testing.T, binDir string) *Source {
 	t.Helper()
 	e := snapshottest.NewEtcd(t, "default", nil)
