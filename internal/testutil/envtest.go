@@ -66,6 +66,9 @@ func StartEnv() (*Env, error) {
 	return &Env{env: env, Config: cfg, Client: c}, nil
 }
 
+// EtcdURL is the client URL of the control plane's etcd.
+func (e *Env) EtcdURL() string { return e.env.ControlPlane.Etcd.URL.String() }
+
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
 
