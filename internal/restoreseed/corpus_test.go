@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/testutil/keyspace"
+	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
@@ -82,17 +83,13 @@ func restoreAndCompare(t *testing.T, binDir string, src *keyspace.Source) {
 
 func waitServing(t *testing.T, cli *clientv3.Client, endpoint string) {
 	t.Helper()
-	deadline := time.Now().Add(snapshottest.ReadyTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	err := poll.Until(t.Context(), 100*time.Millisecond, snapshottest.ReadyTimeout, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := cli.Status(ctx, endpoint)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restored etcd does not serve: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("restored etcd does not serve: %v", err)
 	}
 }

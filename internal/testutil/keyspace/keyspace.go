@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
+	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
 
@@ -120,18 +121,14 @@ func Leases(t *testing.T, binDir string) *Source {
 	}
 	ok(t, errOf(cli.Grant(c, 600))) // a lease with no key
 	// The short lease expires: its keys are deleted by the leader, a revision each.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r, err := cli.Get(c, "/ephemeral/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		ok(t, err)
-		if r.Count == 0 {
-			break
+	err = poll.Until(c, 200*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+		r, err := cli.Get(ctx, "/ephemeral/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the 2 s lease's keys still exist after 20 s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return r.Count == 0, fmt.Errorf("the 2 s lease's %d keys still exist", r.Count)
+	})
+	ok(t, err)
 	ok(t, errOf(cli.Put(c, "/plain", "no lease")))
 	return s
 }
@@ -174,20 +171,18 @@ func Concurrency(t *testing.T, binDir string) *Source {
 		go func() { _ = follower.Campaign(wctx, "follower") }()
 	}
 	// Wait until the waiters' keys are written.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		l, err := s.Client.Get(c, "/locks/job-0", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		ok(t, err)
-		e, err := s.Client.Get(c, "/elections/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		ok(t, err)
-		if l.Count == 2 && e.Count == 6 {
-			break
+	err := poll.Until(c, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+		l, err := s.Client.Get(ctx, "/locks/job-0", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiters not queued: %d lock keys, %d election keys", l.Count, e.Count)
+		e, err := s.Client.Get(ctx, "/elections/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return false, err
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return l.Count == 2 && e.Count == 6, fmt.Errorf("waiters not queued: %d lock keys, %d election keys", l.Count, e.Count)
+	})
+	ok(t, err)
 	return s
 }
 

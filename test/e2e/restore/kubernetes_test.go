@@ -45,11 +45,11 @@ func kubeAPIServer(t *testing.T, f *framework.Framework, etcdURL string) (*envte
 		t.Fatalf("starting kube-apiserver on %s: %v", etcdURL, err)
 	}
 	t.Cleanup(func() { _ = api.Stop() })
-	cfg, err := api.SecureServing.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{})
+	cfg, err := api.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.CAData, cfg.Host = api.SecureServing.CA, api.SecureServing.URL("https", "/").String()
+	cfg.CAData, cfg.Host = api.CA, api.SecureServing.URL("https", "/").String()
 	cfg.Timeout = 20 * time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
