@@ -162,7 +162,11 @@ func (r *Reconciler) checkPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCl
 		if res.Limits == nil {
 			res.Limits = corev1.ResourceList{}
 		}
-		res.Limits[corev1.ResourceMemory] = resource.MustParse(checkMemoryLimit)
+		limit := resource.MustParse(checkMemoryLimit)
+		if req, ok := res.Requests[corev1.ResourceMemory]; ok && req.Cmp(limit) > 0 {
+			limit = req // a limit below the request is invalid
+		}
+		res.Limits[corev1.ResourceMemory] = limit
 	}
 	// Only the volumes the remaining containers mount (not the TLS Secrets etcd would read),
 	// and the data volume as a bounded scratch emptyDir instead of a member's volume.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/storage"
@@ -53,5 +54,34 @@ func TestSeedPodIsRestricted(t *testing.T) {
 	}
 	if tmp == "" || medium != corev1.StorageMediumMemory {
 		t.Fatalf("restore container mounts %+v, want a writable in-memory emptyDir at /tmp", restore.VolumeMounts)
+	}
+}
+
+// TestCheckPodMemory: the check's memory is bounded by the members' limit, by 1 GiB when they
+// set none, and never below the members' request (a limit below it would be refused).
+func TestCheckPodMemory(t *testing.T) {
+	r := &Reconciler{AgentImage: "etcd-operator:dev"}
+	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "rs-uid"}}
+	src := &source{loc: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "b", Key: "k", Secret: "aws"}}
+	for _, tc := range []struct {
+		name      string
+		resources corev1.ResourceRequirements
+		want      string
+	}{
+		{"none", corev1.ResourceRequirements{}, "1Gi"},
+		{"member limit", corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}}, "3Gi"},
+		{"request above 1Gi", corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}, "2Gi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid"},
+				Spec: etcdv1beta2.ClusterSpec{Size: 3, Version: "3.6.16", Pod: &etcdv1beta2.PodPolicy{Resources: tc.resources}}}
+			pod := r.checkPod(rs, c, src)
+			if got := pod.Spec.Containers[0].Resources.Limits.Memory(); got.Cmp(resource.MustParse(tc.want)) != 0 {
+				t.Fatalf("memory limit %s, want %s", got, tc.want)
+			}
+			if tc.resources.Limits == nil && c.Spec.Pod.Resources.Limits != nil {
+				t.Fatal("the cluster's resources were changed")
+			}
+		})
 	}
 }
