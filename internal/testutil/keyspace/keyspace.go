@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -30,23 +31,35 @@ type Source struct {
 	Client *clientv3.Client
 	// Etcd is the process (nil when another harness runs it, as envtest does).
 	Etcd *snapshottest.Etcd
+	// Login, when set, makes the clients of other users and sessions (a harness that dials
+	// through its own resolver); clientv3.New at Endpoint otherwise.
+	Login func(user, password string) *clientv3.Client
 }
 
 // Entry is one kind of keyspace.
 type Entry struct {
 	Name string
-	// Make starts an etcd from binDir (snapshottest.BinDirOf) and fills it.
-	Make func(t *testing.T, binDir string) *Source
+	// Fill writes it into the etcd s reaches (an entry that turns authentication on leaves s
+	// with root's client and credentials).
+	Fill func(t *testing.T, s *Source)
 }
 
-// Corpus is every entry that needs nothing but etcd. The kube-apiserver entry lives with the
-// tests that run envtest (KubeAPIServer).
+// Corpus is every entry that needs nothing but etcd (a kube-apiserver's keyspace is made by
+// the tests that run one). FillAll writes them all into one etcd, in this order.
 func Corpus() []Entry {
 	return []Entry{
-		{Name: "leases", Make: Leases},
-		{Name: "concurrency", Make: Concurrency},
-		{Name: "auth", Make: Auth},
-		{Name: "history", Make: History},
+		{Name: "leases", Fill: Leases},
+		{Name: "concurrency", Fill: Concurrency},
+		{Name: "history", Fill: History},
+		{Name: "auth", Fill: Auth},
+	}
+}
+
+// FillAll writes every entry of the corpus into the etcd s reaches (authentication last).
+func FillAll(t *testing.T, s *Source) {
+	t.Helper()
+	for _, e := range Corpus() {
+		e.Fill(t, s)
 	}
 }
 
@@ -60,7 +73,9 @@ func Run(t *testing.T, test func(t *testing.T, binDir string, src *Source)) {
 		for _, e := range Corpus() {
 			t.Run(version+"/"+e.Name, func(t *testing.T) {
 				snapshottest.BinIn(t, binDir, "etcd")
-				test(t, binDir, e.Make(t, binDir))
+				s := start(t, binDir)
+				e.Fill(t, s)
+				test(t, binDir, s)
 			})
 		}
 	}
@@ -94,8 +109,7 @@ func errOf[T any](_ T, err error) error { return err }
 // Leases is a service registry: 40 instances, each a key on its own kept-alive lease, 200 keys
 // sharing one long lease, keys on a lease that expires (and is revoked) before the backup, and
 // a live lease with no key.
-func Leases(t *testing.T, binDir string) *Source {
-	s := start(t, binDir)
+func Leases(t *testing.T, s *Source) {
 	cli, c := s.Client, ctx(t)
 	for i := range 40 {
 		l, err := cli.Grant(c, 300)
@@ -130,20 +144,14 @@ func Leases(t *testing.T, binDir string) *Source {
 	})
 	ok(t, err)
 	ok(t, errOf(cli.Put(c, "/plain", "no lease")))
-	return s
 }
 
 // Concurrency is what clientv3/concurrency leaves: held mutexes, a waiting one, and elections
 // with a leader and a follower, every key on a session's lease.
-func Concurrency(t *testing.T, binDir string) *Source {
-	s := start(t, binDir)
+func Concurrency(t *testing.T, s *Source) {
 	c := ctx(t)
 	session := func() *concurrency.Session {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cli.Close() })
+		cli := s.login(t, s.Username, s.Password)
 		sess, err := concurrency.NewSession(cli, concurrency.WithTTL(60))
 		ok(t, err)
 		return sess
@@ -183,16 +191,15 @@ func Concurrency(t *testing.T, binDir string) *Source {
 		return l.Count == 2 && e.Count == 6, fmt.Errorf("waiters not queued: %d lock keys, %d election keys", l.Count, e.Count)
 	})
 	ok(t, err)
-	return s
 }
 
-// AuthPassword is root's password in the Auth entry.
+// AuthPassword is root's password when the Auth entry turns authentication on.
 const AuthPassword = "corpus-root-pw"
 
 // Auth is a keyspace with authentication on: root and two users with roles over prefixes, keys
-// written as each, one on a lease.
-func Auth(t *testing.T, binDir string) *Source {
-	s := start(t, binDir)
+// written as each, one on a lease. Authentication is turned on (root with AuthPassword) unless s
+// already authenticates as root.
+func Auth(t *testing.T, s *Source) {
 	cli, c := s.Client, ctx(t)
 	for _, role := range []string{"app-rw", "audit-ro"} {
 		ok(t, errOf(cli.RoleAdd(c, role)))
@@ -203,9 +210,12 @@ func Auth(t *testing.T, binDir string) *Source {
 	ok(t, errOf(cli.UserGrantRole(c, "app", "app-rw")))
 	ok(t, errOf(cli.UserAdd(c, "auditor", "audit-pw")))
 	ok(t, errOf(cli.UserGrantRole(c, "auditor", "audit-ro")))
-	snapshottest.EnableAuth(t, cli, AuthPassword)
+	if s.Username == "" {
+		snapshottest.EnableAuth(t, cli, AuthPassword)
+		s.Username, s.Password = "root", AuthPassword
+	}
 
-	root := s.login(t, "root", AuthPassword)
+	root := s.login(t, s.Username, s.Password)
 	app := s.login(t, "app", "app-pw")
 	for i := range 50 {
 		ok(t, errOf(app.Put(c, fmt.Sprintf("/app/config/%02d", i), fmt.Sprintf("v%d", i))))
@@ -214,12 +224,14 @@ func Auth(t *testing.T, binDir string) *Source {
 	ok(t, err)
 	ok(t, errOf(app.Put(c, "/app/leader", "app-0", clientv3.WithLease(l.ID))))
 	ok(t, errOf(root.Put(c, "/admin/settings", "root only")))
-	s.Client, s.Username, s.Password = root, "root", AuthPassword
-	return s
+	s.Client = root
 }
 
 func (s *Source) login(t *testing.T, user, password string) *clientv3.Client {
 	t.Helper()
+	if s.Login != nil {
+		return s.Login(user, password)
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Username: user, Password: password, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -231,8 +243,7 @@ func (s *Source) login(t *testing.T, user, password string) *clientv3.Client {
 // History is a keyspace with a past: a key written 300 times, deleted keys and a key deleted and
 // written again, transactions of many operations, values up to 1 MiB, a compaction in the
 // middle, and writes after it (including a delete at what becomes the compaction revision).
-func History(t *testing.T, binDir string) *Source {
-	s := start(t, binDir)
+func History(t *testing.T, s *Source) {
 	cli, c := s.Client, ctx(t)
 	for i := range 300 {
 		ok(t, errOf(cli.Put(c, "/counter", fmt.Sprint(i))))
@@ -263,24 +274,56 @@ func History(t *testing.T, binDir string) *Source {
 		ok(t, errOf(cli.Put(c, "/counter", fmt.Sprint(1000+i))))
 	}
 	ok(t, errOf(cli.Delete(c, "/txn/00/", clientv3.WithPrefix())))
-	return s
 }
 
-// Compare checks that dst serves at rev exactly the keys src served at rev (key, value, create
-// and mod revision, version, lease), and that every lease a key there is attached to exists in
-// dst with the TTL it was granted. It returns the number of keys compared.
-func Compare(t *testing.T, src, dst *clientv3.Client, rev int64) int {
+// Captured is what a source served at one revision: every key, and the granted TTL of every
+// lease a key was attached to.
+type Captured struct {
+	Revision int64
+	KVs      []*mvccpb.KeyValue
+	Granted  map[clientv3.LeaseID]int64
+}
+
+// Capture reads what src serves at rev (before the source is gone, as an in-place restore
+// makes it).
+func Capture(t *testing.T, src *clientv3.Client, rev int64) *Captured {
 	t.Helper()
 	c := ctx(t)
-	want, err := src.Get(c, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
+	resp, err := src.Get(c, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
 	ok(t, err)
+	out := &Captured{Revision: rev, KVs: resp.Kvs, Granted: map[clientv3.LeaseID]int64{}}
+	for _, kv := range resp.Kvs {
+		id := clientv3.LeaseID(kv.Lease)
+		if _, seen := out.Granted[id]; id == 0 || seen {
+			continue
+		}
+		ttl, err := src.TimeToLive(c, id)
+		ok(t, err)
+		out.Granted[id] = ttl.GrantedTTL
+	}
+	return out
+}
+
+// Compare checks that dst serves at rev exactly what src served there (Capture, then Check).
+func Compare(t *testing.T, src, dst *clientv3.Client, rev int64) int {
+	t.Helper()
+	return Capture(t, src, rev).Check(t, dst)
+}
+
+// Check checks that dst serves at the captured revision exactly the captured keys (key, value,
+// create and mod revision, version, lease), and that every lease a key is attached to exists in
+// dst with the TTL it was granted and its keys. It returns the number of keys compared.
+func (want *Captured) Check(t *testing.T, dst *clientv3.Client) int {
+	t.Helper()
+	c := ctx(t)
+	rev := want.Revision
 	got, err := dst.Get(c, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
 	ok(t, err)
-	if len(got.Kvs) != len(want.Kvs) {
-		t.Fatalf("at revision %d the restore serves %d keys, the source %d", rev, len(got.Kvs), len(want.Kvs))
+	if len(got.Kvs) != len(want.KVs) {
+		t.Fatalf("at revision %d the restore serves %d keys, the source %d", rev, len(got.Kvs), len(want.KVs))
 	}
 	leases := map[clientv3.LeaseID]int64{}
-	for i, w := range want.Kvs {
+	for i, w := range want.KVs {
 		g := got.Kvs[i]
 		if string(g.Key) != string(w.Key) || string(g.Value) != string(w.Value) || g.CreateRevision != w.CreateRevision ||
 			g.ModRevision != w.ModRevision || g.Version != w.Version || g.Lease != w.Lease {
@@ -292,20 +335,16 @@ func Compare(t *testing.T, src, dst *clientv3.Client, rev int64) int {
 		}
 	}
 	for id, n := range leases {
-		ttl, err := src.TimeToLive(c, id)
-		if err != nil {
-			t.Fatalf("source lease %x: %v", id, err)
-		}
 		r, err := dst.TimeToLive(c, id, clientv3.WithAttachedKeys())
 		if err != nil {
 			t.Fatalf("restored lease %x (%d keys): %v", id, n, err)
 		}
-		if r.TTL <= 0 || (ttl.GrantedTTL > 0 && r.GrantedTTL != ttl.GrantedTTL) {
-			t.Fatalf("restored lease %x: TTL %d, granted %d; the source granted %d", id, r.TTL, r.GrantedTTL, ttl.GrantedTTL)
+		if granted := want.Granted[id]; r.TTL <= 0 || (granted > 0 && r.GrantedTTL != granted) {
+			t.Fatalf("restored lease %x: TTL %d, granted %d; the source granted %d", id, r.TTL, r.GrantedTTL, granted)
 		}
 		if int64(len(r.Keys)) < n {
 			t.Fatalf("restored lease %x has %d keys attached, the source's keys at revision %d name it %d times", id, len(r.Keys), rev, n)
 		}
 	}
-	return len(want.Kvs)
+	return len(want.KVs)
 }
