@@ -40,9 +40,28 @@ func kubeAPIServer(t *testing.T, f *framework.Framework, etcdURL string) (*envte
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &envtest.APIServer{Path: bin, EtcdURL: u, StartTimeout: 2 * time.Minute, StopTimeout: time.Minute}
+	// The API server reports healthy only once its etcd answers: wait for that here, so that a
+	// Service not yet routed says so instead of timing the API server out.
+	cli := f.EtcdClient(t, etcdURL)
+	framework.Eventually(t, 2*time.Minute, "etcd answers at "+etcdURL, func(ctx context.Context) (bool, error) {
+		_, err := cli.Get(ctx, "/registry/health-probe")
+		return err == nil, err
+	})
+	logFile := filepath.Join(t.TempDir(), "kube-apiserver.log")
+	out, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = out.Close() })
+	// A cold API server spends tens of CPU-seconds building its OpenAPI documents: on 2 cores
+	// shared with the rest of the e2e suite that takes minutes.
+	api := &envtest.APIServer{Path: bin, EtcdURL: u, StartTimeout: 4 * time.Minute, StopTimeout: time.Minute, Out: out, Err: out}
 	if err := api.Start(); err != nil {
-		t.Fatalf("starting kube-apiserver on %s: %v", etcdURL, err)
+		log, _ := os.ReadFile(logFile)
+		if len(log) > 4000 {
+			log = log[len(log)-4000:]
+		}
+		t.Fatalf("starting kube-apiserver on %s: %v; the end of its log:\n%s", etcdURL, err, log)
 	}
 	t.Cleanup(func() { _ = api.Stop() })
 	cfg, err := api.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{})
@@ -64,8 +83,10 @@ func kubeAPIServer(t *testing.T, f *framework.Framework, etcdURL string) (*envte
 // and the coreos-shaped in-place EtcdRestore brings the cluster back. A restarted API server
 // then serves exactly the backup's objects and takes writes. Before issue 35 the restore failed
 // ("etcdutl hashkv ... panic: no lessor to attach lease") after deleting the cluster.
+//
+// Not parallel: it runs before the package's parallel tests, so that the API server's start
+// does not compete with them for the 2 cores.
 func TestKubernetesEtcd(t *testing.T) {
-	t.Parallel()
 	f := framework.Global(t)
 	stores := framework.ObjectStores(t)
 	ns := f.CreateNamespace(t, "kube-etcd")
