@@ -71,6 +71,7 @@ func kubeAPIServer(t *testing.T, f *framework.Framework, urls []string) (*envtes
 	// shared with the rest of the e2e suite that can take minutes.
 	api := &envtest.APIServer{Path: bin, EtcdURL: u, StartTimeout: 4 * time.Minute, StopTimeout: time.Minute, Out: out, Err: out}
 	api.Configure().Set("etcd-servers", strings.Join(urls, ","))
+	start := time.Now()
 	if err := api.Start(); err != nil {
 		log, _ := os.ReadFile(logFile)
 		if len(log) > 4000 {
@@ -78,6 +79,7 @@ func kubeAPIServer(t *testing.T, f *framework.Framework, urls []string) (*envtes
 		}
 		t.Fatalf("starting kube-apiserver on %v: %v; the end of its log:\n%s", urls, err, log)
 	}
+	t.Logf("MEASURE kube-apiserver healthy on the EtcdCluster: %s", time.Since(start).Round(100*time.Millisecond))
 	t.Cleanup(func() { _ = api.Stop() })
 	cfg, err := api.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{})
 	if err != nil {
@@ -98,10 +100,8 @@ func kubeAPIServer(t *testing.T, f *framework.Framework, urls []string) (*envtes
 // and the coreos-shaped in-place EtcdRestore brings the cluster back. A restarted API server
 // then serves exactly the backup's objects and takes writes. Before issue 35 the restore failed
 // ("etcdutl hashkv ... panic: no lessor to attach lease") after deleting the cluster.
-//
-// Not parallel: it runs before the package's parallel tests, so that the API server's start
-// does not compete with them for the 2 cores.
 func TestKubernetesEtcd(t *testing.T) {
+	t.Parallel()
 	f := framework.Global(t)
 	stores := framework.ObjectStores(t)
 	ns := f.CreateNamespace(t, "kube-etcd")
