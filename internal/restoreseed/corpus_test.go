@@ -8,10 +8,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/testutil/keyspace"
 	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
-	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -46,7 +44,6 @@ func restoreAndCompare(t *testing.T, binDir string, src *keyspace.Source) {
 		t.Fatal(err)
 	}
 	o := options(t, bucket, "db/snap", Expect{Size: bk.Size, SHA256: bk.SHA256})
-	o.Location = storage.Location{Type: etcdv1beta2.BackupStorageType(factory.Local), Bucket: bucket, Key: "db/snap"}
 	o.Etcdutl = snapshottest.BinIn(t, binDir, "etcdutl")
 	res := Restore(t.Context(), o)
 	if res.Outcome != OutcomeRestored {
