@@ -244,6 +244,12 @@ host_setup() {
   ip addr show dev "$LC_BRIDGE" | grep "inet $LC_BRIDGE_IP/" >/dev/null ||
     ip addr add "$LC_BRIDGE_IP/${LC_POD_CIDR#*/}" dev "$LC_BRIDGE"
   ip link set "$LC_BRIDGE" up
+  # Service addresses are routed into the bridge, not out the default route. kube-proxy rewrites
+  # a ClusterIP to a pod IP once it has programmed the Service; before that (a Service made a
+  # second ago, e.g. by an in-place restore) a connection from the host would leave the machine
+  # and talk to whatever answers there (seen in CI: an HTTP 404 read as an etcd reply). Through
+  # the bridge it finds no host and fails, and the client retries until kube-proxy has caught up.
+  ip route replace "$LC_SERVICE_CIDR" dev "$LC_BRIDGE"
   forward_guard
 }
 
