@@ -114,6 +114,9 @@ func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names 
 		// A drill's scratch cluster is disposable by declaration: deleting the drill deletes it
 		// even before the TTL. Any other restored cluster outlives its EtcdRestore.
 		c.OwnerReferences = []metav1.OwnerReference{restoreRef(rs)}
+		// Nor does it recover itself: an automatic restore would replace it with a cluster
+		// this drill did not make, which its TTL would then not delete.
+		c.Spec.Recovery = nil
 	}
 	return c
 }

@@ -37,7 +37,7 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) || len(ready) != int(c.Spec.Size) || c.Status.ReadyMembers != c.Spec.Size || len(c.Status.Members.Unready) > 0 {
 		// The members restored beside the seed may still be restoring; one that failed for good
 		// is replaced by the etcd operator once its pod is stopped.
-		ms, err := r.restoringMembers(ctx, rs, c)
+		ms, err := r.restoringMembers(ctx, rs, c, true)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

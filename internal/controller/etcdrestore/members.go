@@ -47,11 +47,11 @@ func (m *memberRestore) failed() bool {
 type memberRestores []*memberRestore
 
 // restoringMembers reads the pod of every member rs restores c into. While the cluster has not
-// formed, a member without a pod gets its pod (and volume), and a pod at a member's name that
-// rs did not create fails the restore with SeedConflict (the etcd operator creates nothing
-// before then). Once it formed (a cluster ID is recorded), the members are the etcd
-// operator's: a missing one is its to replace, and a pod it made is not looked at.
-func (r *Reconciler) restoringMembers(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) (memberRestores, error) {
+// formed, a member without a pod gets its pod (and volume) if create is set, and a pod at a
+// member's name that rs did not create fails the restore with SeedConflict (the etcd operator
+// creates nothing before then). Once it formed (a cluster ID is recorded), the members are the
+// etcd operator's: a missing one is its to replace, and a pod it made is not looked at.
+func (r *Reconciler) restoringMembers(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, create bool) (memberRestores, error) {
 	formed := c.Status.ClusterID != ""
 	names := bootstrapMembers(c)
 	ms := make(memberRestores, 0, len(names))
@@ -61,7 +61,7 @@ func (r *Reconciler) restoringMembers(ctx context.Context, rs *etcdv1beta2.EtcdR
 		pod := &corev1.Pod{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: name}, pod)
 		switch {
-		case apierrors.IsNotFound(err) && !formed:
+		case apierrors.IsNotFound(err) && !formed && create:
 			if err := r.createSeed(ctx, rs, c, name, names); err != nil {
 				return nil, err
 			}
@@ -73,7 +73,7 @@ func (r *Reconciler) restoringMembers(ctx context.Context, rs *etcdv1beta2.EtcdR
 			return nil, fmt.Errorf("getting the pod of member %s: %w", name, err)
 		}
 		if !seedOf(pod, rs, c) {
-			if formed {
+			if formed || !create {
 				continue
 			}
 			return nil, seedConflict("pod", pod)
@@ -106,6 +106,38 @@ func (ms memberRestores) reference() *memberRestore {
 		}
 	}
 	return nil
+}
+
+// formed reports whether the members restored into c have formed a cluster that may serve
+// writes: the etcd operator recorded its cluster ID, or a quorum of them runs (or ran) etcd on
+// the restored data. From then on no member that runs etcd is stopped, whatever happens to the
+// restore: a client may have written to it.
+func (ms memberRestores) formed(c *etcdv1beta2.EtcdCluster) bool {
+	if c.Status.ClusterID != "" {
+		return true
+	}
+	return len(ms.started()) > len(ms)/2
+}
+
+// started are the members that restored the backup and whose etcd has started on it.
+func (ms memberRestores) started() []string {
+	var out []string
+	for _, m := range ms {
+		if m.pod != nil && m.done && etcdStarted(m.pod) {
+			out = append(out, m.name)
+		}
+	}
+	return out
+}
+
+// etcdStarted reports whether the etcd container of p runs or ever ran.
+func etcdStarted(p *corev1.Pod) bool {
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == member.ContainerName {
+			return st.State.Running != nil || st.State.Terminated != nil || st.RestartCount > 0 || st.Ready
+		}
+	}
+	return podReady(p)
 }
 
 // etcdRunning reports whether the etcd container of p runs.
@@ -162,12 +194,12 @@ func (ms memberRestores) describe() string {
 }
 
 // stopFailed deals with members whose restore step failed for good; the kubelet would retry
-// them forever. Before the cluster formed (the etcd operator records its cluster ID only once
-// every restored member runs), no member serves anything yet: every member's pod is stopped
-// and the restore fails (the cluster is left memberless, as a failed seed always left it).
-// Should a member fail after it formed, the members that run hold the data: only the failed
-// member's pod is stopped, and the etcd operator replaces that member from them, as it would
-// any member lost after a restore.
+// them forever. Before the cluster formed (ms.formed: no cluster ID and no quorum running etcd
+// on the restored data), nothing serves anything yet: every member's pod is stopped and the
+// restore fails (the cluster is left memberless, as a failed seed always left it). Should a
+// member fail after it formed, the members that run hold the data and may hold writes: only the
+// failed member's pod is stopped, and the etcd operator replaces that member from them, as it
+// would any member lost after a restore.
 func (r *Reconciler) stopFailed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, ms memberRestores) error {
 	var failed *memberRestore
 	for _, m := range ms {
@@ -179,7 +211,7 @@ func (r *Reconciler) stopFailed(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 	if failed == nil {
 		return nil
 	}
-	if c.Status.ClusterID != "" {
+	if ms.formed(c) {
 		for _, m := range ms {
 			if !m.failed() {
 				continue
@@ -191,6 +223,14 @@ func (r *Reconciler) stopFailed(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 		}
 		return nil
 	}
+	if err := r.stopAll(ctx, rs, c, ms); err != nil {
+		return err
+	}
+	return reason.Errorf(failed.res.Reason, "member %s could not restore the backup: %s", failed.name, failed.res.Message)
+}
+
+// stopAll stops the pod of every member of ms: only for a cluster that has not formed.
+func (r *Reconciler) stopAll(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, ms memberRestores) error {
 	for _, m := range ms {
 		if m.pod != nil {
 			if err := r.stopSeed(ctx, rs, c, m.pod); err != nil {
@@ -198,5 +238,5 @@ func (r *Reconciler) stopFailed(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 			}
 		}
 	}
-	return reason.Errorf(failed.res.Reason, "member %s could not restore the backup: %s", failed.name, failed.res.Message)
+	return nil
 }

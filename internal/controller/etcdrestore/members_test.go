@@ -155,3 +155,28 @@ func TestMemberFailingAfterFormationIsReplaced(t *testing.T) {
 		t.Fatal("the etcd operator's replacement pod was touched")
 	}
 }
+
+// TestMemberFailingAfterQuorumRunsIsReplaced: two of three members restored and run etcd (a
+// quorum: the cluster has formed and may serve writes) before the etcd operator recorded a
+// cluster ID; the third fails for good. Only the failed member's pod is stopped: the running
+// members are not.
+func TestMemberFailingAfterQuorumRunsIsReplaced(t *testing.T) {
+	ns := namespace(t)
+	_, pods := startParallel(t, ns, "quorum")
+	for _, i := range []int{0, 2} {
+		seedRuns(t, pods[i], restoredOK)
+	}
+	seedFails(t, pods[1], `{"outcome":"Failed","reason":"SeedFailed","message":"no space left on device"}`)
+	testutil.Eventually(t, testutil.Timeout, "failed member's pod stopped", func() (bool, string) {
+		p, err := getPod(t, ns, "quorum-1")
+		return gone(err, p), "still there"
+	})
+	for _, i := range []int{0, 2} {
+		if p, err := getPod(t, ns, pods[i].Name); gone(err, p) || p.UID != pods[i].UID {
+			t.Fatalf("member %s, running on the restored data in a formed cluster, was stopped", pods[i].Name)
+		}
+	}
+	if cond := meta.FindStatusCondition(getRestore(t, ns, "quorum").Status.Conditions, etcdv1beta2.RestoreConditionFailed); cond != nil && cond.Status == "True" {
+		t.Fatalf("restore failed although its cluster formed: %+v", cond)
+	}
+}

@@ -14,10 +14,13 @@ import (
 // (docs/safety.md).
 const (
 	// AnnotationRestoreUID is set on the seed pod and volume and on the EtcdCluster a restore
-	// creates: the UID of that EtcdRestore. A seed is the restore's only if it carries it.
+	// creates, and on the volumes it retains: the UID of that EtcdRestore. A seed is the
+	// restore's only if it carries it (and the cluster controls it); a retained volume is
+	// released by that restore only.
 	AnnotationRestoreUID = "etcd.database.coreos.com/restore-uid"
 	// AnnotationRetainedBy is set on a volume of a cluster replaced in place: the name of the
-	// EtcdRestore that keeps it until the restored cluster is verified.
+	// EtcdRestore that keeps it until the restored cluster is verified (for people: the UID in
+	// AnnotationRestoreUID is what the restore checks).
 	AnnotationRetainedBy = "etcd.database.coreos.com/retained-by"
 )
 

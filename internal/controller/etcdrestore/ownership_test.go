@@ -58,7 +58,7 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if metav1.GetControllerOf(pvc) != nil || !ownedBy(pvc, rs.UID) || pvc.Annotations[AnnotationRetainedBy] != "prod" || pvc.Labels[member.LabelCluster] != "prod" {
+		if len(pvc.OwnerReferences) > 0 || !retainedBy(pvc, rs) || pvc.Annotations[AnnotationRetainedBy] != "prod" || pvc.Labels[member.LabelCluster] != "prod" {
 			t.Fatalf("volume %s not retained before the old cluster was deleted: owners %+v annotations %v labels %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations, pvc.Labels)
 		}
 	}

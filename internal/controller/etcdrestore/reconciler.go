@@ -175,6 +175,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rs.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
+	if len(rs.Status.RetainedVolumes) > 0 {
+		if err := r.disownRetained(ctx, rs); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	before := rs.DeepCopy()
 	res, err := r.step(ctx, rs)
 	rs.Status.ObservedGeneration = rs.Generation
@@ -207,14 +212,16 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		return ctrl.Result{RequeueAfter: requeueNow}, nil
 	}
 	if deadline := rs.Status.StartTime.Add(restoreTimeout(rs.Status.BackupSize)); r.now().After(deadline) {
-		// A seed still fetching or crash-looping would retry forever: stop it.
-		if err := r.stopOwnSeed(ctx, rs); err != nil {
+		// A seed still fetching or crash-looping would retry forever: stop it, unless its
+		// members formed a cluster (then it may hold writes, and it stays).
+		formed, err := r.stopOwnSeed(ctx, rs)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.stopCheck(ctx, rs); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs))+r.leftBehind(ctx, rs))
+		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs))+formed+r.leftBehind(ctx, rs))
 		return ctrl.Result{}, nil
 	}
 

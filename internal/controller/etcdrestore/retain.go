@@ -17,13 +17,16 @@ import (
 )
 
 // The volumes of a cluster replaced in place are its data until the restored cluster is
-// verified. Before the old cluster is deleted, each PersistentVolumeClaim it controls is handed
-// to the EtcdRestore: the cluster's controller reference is removed, an owner reference to the
-// EtcdRestore and the retained-by annotation are added (labels stay). The new cluster (another
-// UID) sees them as foreign and leaves them alone; the restore deletes them once the restored
-// cluster is verified, and keeps them, listed in its failure message, if it fails.
+// verified. Before the old cluster is deleted, each PersistentVolumeClaim it controls is
+// retained: the cluster's controller reference is removed and the retained-by (the restore's
+// name) and restore-uid (its UID) annotations are added; labels stay. No owner reference takes
+// its place: an owner reference is a delete, and deleting an unfinished EtcdRestore (the natural
+// way to cancel one) must not take the replaced cluster's only data with it. The new cluster
+// (another UID) sees them as foreign and leaves them alone; the restore deletes them once the
+// restored cluster is verified, and otherwise they stay until a person deletes them
+// (docs/restore.md, "Retained volumes").
 
-// retainVolumes hands the volumes old controls to rs and records all volumes rs retains.
+// retainVolumes retains the volumes old controls for rs and records all volumes rs retains.
 func (r *Reconciler) retainVolumes(ctx context.Context, rs *etcdv1beta2.EtcdRestore, old *etcdv1beta2.EtcdCluster) error {
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := r.APIReader.List(ctx, pvcs, client.InNamespace(rs.Namespace)); err != nil {
@@ -36,20 +39,38 @@ func (r *Reconciler) retainVolumes(ctx context.Context, rs *etcdv1beta2.EtcdRest
 		}
 		before := pvc.DeepCopy()
 		pvc.OwnerReferences = slices.DeleteFunc(pvc.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == old.UID })
-		pvc.OwnerReferences = append(pvc.OwnerReferences, restoreRef(rs))
-		if pvc.Annotations == nil {
-			pvc.Annotations = map[string]string{}
-		}
-		pvc.Annotations[AnnotationRetainedBy] = rs.Name
+		markRetained(pvc, rs)
 		// Optimistic lock: a volume that changed since it was read is looked at again.
 		if err := r.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("retaining volume %s of EtcdCluster %s: %w", pvc.Name, old.Name, err)
 		}
+		r.Recorder.Eventf(pvc, corev1.EventTypeNormal, "Retained", "EtcdRestore %s replaces EtcdCluster %s: this volume is kept, with no owner, until the restored cluster is verified; if the restore fails or is deleted first, it stays", rs.Name, old.Name)
 	}
 	return r.recordRetained(ctx, rs)
 }
 
-// retained lists the volumes rs retains: owned by rs's UID and annotated with its name.
+// markRetained annotates pvc as retained by rs.
+func markRetained(pvc *corev1.PersistentVolumeClaim, rs *etcdv1beta2.EtcdRestore) {
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[AnnotationRetainedBy] = rs.Name
+	pvc.Annotations[AnnotationRestoreUID] = string(rs.UID)
+}
+
+// retainedBy reports whether rs retains pvc: annotated with its name and UID, or, as the
+// previous release retained volumes, annotated with its name and owned by its UID.
+func retainedBy(pvc *corev1.PersistentVolumeClaim, rs *etcdv1beta2.EtcdRestore) bool {
+	if pvc.Annotations[AnnotationRetainedBy] != rs.Name {
+		return false
+	}
+	if uid, ok := pvc.Annotations[AnnotationRestoreUID]; ok {
+		return uid == string(rs.UID)
+	}
+	return ownedBy(pvc, rs.UID)
+}
+
+// retained lists the volumes rs retains.
 func (r *Reconciler) retained(ctx context.Context, rs *etcdv1beta2.EtcdRestore) ([]corev1.PersistentVolumeClaim, error) {
 	pvcs := &corev1.PersistentVolumeClaimList{}
 	if err := r.APIReader.List(ctx, pvcs, client.InNamespace(rs.Namespace)); err != nil {
@@ -57,12 +78,36 @@ func (r *Reconciler) retained(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	}
 	var out []corev1.PersistentVolumeClaim
 	for _, pvc := range pvcs.Items {
-		if pvc.Annotations[AnnotationRetainedBy] == rs.Name && ownedBy(&pvc, rs.UID) {
+		if retainedBy(&pvc, rs) {
 			out = append(out, pvc)
 		}
 	}
 	slices.SortFunc(out, func(a, b corev1.PersistentVolumeClaim) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// disownRetained takes rs's owner reference off the volumes it retains, as the previous release
+// left them (owned by the EtcdRestore, so that deleting it deleted them), and gives them the
+// restore-uid annotation instead. Run on every pass of a restore that retains volumes, so that
+// an upgrade makes them safe before anyone deletes the restore.
+func (r *Reconciler) disownRetained(ctx context.Context, rs *etcdv1beta2.EtcdRestore) error {
+	pvcs, err := r.retained(ctx, rs)
+	if err != nil {
+		return err
+	}
+	for i := range pvcs {
+		pvc := &pvcs[i]
+		if !ownedBy(pvc, rs.UID) || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		before := pvc.DeepCopy()
+		pvc.OwnerReferences = slices.DeleteFunc(pvc.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == rs.UID })
+		markRetained(pvc, rs)
+		if err := r.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("taking EtcdRestore %s's owner reference off retained volume %s: %w", rs.Name, pvc.Name, err)
+		}
+	}
+	return nil
 }
 
 // recordRetained writes the names of the volumes rs retains into its status.
@@ -79,7 +124,7 @@ func (r *Reconciler) recordRetained(ctx context.Context, rs *etcdv1beta2.EtcdRes
 }
 
 // releaseRetained deletes the volumes rs retains, once the restored cluster is verified: only
-// those still owned by rs and controlled by nothing else, each with a UID precondition.
+// those that nothing else has claimed since (no owner but rs), each with a UID precondition.
 func (r *Reconciler) releaseRetained(ctx context.Context, rs *etcdv1beta2.EtcdRestore) error {
 	pvcs, err := r.retained(ctx, rs)
 	if err != nil {
@@ -91,7 +136,8 @@ func (r *Reconciler) releaseRetained(ctx context.Context, rs *etcdv1beta2.EtcdRe
 		if pvc.DeletionTimestamp != nil {
 			continue
 		}
-		if metav1.GetControllerOf(pvc) != nil { // someone took it over since: theirs now
+		claimed := slices.ContainsFunc(pvc.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID != rs.UID })
+		if claimed { // someone took it over since: theirs now
 			kept = append(kept, pvc.Name)
 			continue
 		}
@@ -125,7 +171,7 @@ func (r *Reconciler) leftBehind(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 		ctrl.LoggerFrom(ctx).Error(err, "Listing retained volumes for the failure message", "restore", klog.KObj(rs))
 	}
 	if vols := rs.Status.RetainedVolumes; len(vols) > 0 {
-		fmt.Fprintf(&b, ". The replaced cluster's volumes are kept: %s (PersistentVolumeClaims owned by this EtcdRestore, annotation %s=%s; deleting this EtcdRestore deletes them)", strings.Join(vols, ", "), AnnotationRetainedBy, rs.Name)
+		fmt.Fprintf(&b, ". The replaced cluster's volumes are kept: %s (PersistentVolumeClaims with no owner, annotation %s=%s; deleting this EtcdRestore keeps them: delete them yourself once their data is no longer needed)", strings.Join(vols, ", "), AnnotationRetainedBy, rs.Name)
 	}
 	return b.String()
 }

@@ -31,7 +31,7 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	if rs.Status.SeedMember == "" {
 		rs.Status.SeedMember = names[0]
 	}
-	ms, err := r.restoringMembers(ctx, rs, c)
+	ms, err := r.restoringMembers(ctx, rs, c, true)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -168,31 +168,27 @@ func (r *Reconciler) stopSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, 
 	return nil
 }
 
-// stopOwnSeed stops the pods of rs's members that have not come up on the restored data yet (a
-// timed-out restore must not leave them retrying). Once a member ran on the restored data the
-// cluster is the etcd operator's, and its members stay.
-func (r *Reconciler) stopOwnSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) error {
+// stopOwnSeed stops the pods of rs's members when the restore gives up (its deadline passed)
+// before they formed a cluster, so the kubelet does not retry them forever. Once they formed
+// one (ms.formed), it may serve writes (the etcd operator forms and serves it whether or not
+// this restore recorded Seeded in time): nothing is stopped, and the returned note says so.
+func (r *Reconciler) stopOwnSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (string, error) {
 	if rs.Status.SeedMember == "" || isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionSeeded) {
-		return nil
+		return "", nil
 	}
 	c := &etcdv1beta2.EtcdCluster{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c); err != nil {
-		return client.IgnoreNotFound(err)
+		return "", client.IgnoreNotFound(err)
 	}
 	if !ours(c, rs) {
-		return nil
+		return "", nil
 	}
-	for _, name := range bootstrapMembers(c) {
-		pod := &corev1.Pod{}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: name}, pod); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			continue
-		}
-		if err := r.stopSeed(ctx, rs, c, pod); err != nil {
-			return err
-		}
+	ms, err := r.restoringMembers(ctx, rs, c, false)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	if ms.formed(c) {
+		return fmt.Sprintf(". EtcdCluster %s formed on the restored data (members %s run etcd on it) and may serve writes: it is left running as it is, unverified against the backup", c.Name, strings.Join(ms.started(), ", ")), nil
+	}
+	return "", r.stopAll(ctx, rs, c, ms)
 }

@@ -3,11 +3,13 @@ package etcdrestore
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
@@ -149,4 +151,58 @@ func caSecret(l storage.Location) string {
 		return ""
 	}
 	return l.CA.Name
+}
+
+// TestTimedOutRestoreLeavesAFormedCluster is the second reproduction of issue 28: the restore
+// could not record Seeded before its deadline (here its seed does not answer the restore's
+// checks), while its member restored and runs etcd: the etcd operator forms the cluster from
+// it, and clients may write to it. The restore fails Timeout, says so, and leaves the member
+// pod alone.
+func TestTimedOutRestoreLeavesAFormedCluster(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	create(t, cluster(ns, "tmpl", 1))
+	create(t, s.drill(ns, "late", "latec", "etcd.backup"))
+	pod := waitPod(t, ns, "latec-0")
+	seedRuns(t, pod, restoredOK) // runs etcd on the restored data; no member check answers
+	waitProgress(t, ns, "late", "seed member latec-0 does not answer yet")
+
+	rs := getRestore(t, ns, "late")
+	patch := client.MergeFrom(rs.DeepCopy())
+	long := metav1.NewTime(time.Now().Add(-2 * restoreTimeout(rs.Status.BackupSize)))
+	rs.Status.StartTime = &long
+	if err := k8s.Status().Patch(t.Context(), rs, patch); err != nil {
+		t.Fatal(err)
+	}
+	rs = waitCondition(t, ns, "late", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonTimeout)
+	if !strings.Contains(rs.Status.Reason, "formed on the restored data (members latec-0 run etcd on it)") {
+		t.Errorf("failure %q does not say the cluster formed and was left running", rs.Status.Reason)
+	}
+	if p, err := getPod(t, ns, "latec-0"); gone(err, p) || p.UID != pod.UID {
+		t.Fatalf("the member of the formed cluster was stopped: %v", err)
+	}
+}
+
+// TestDrillScratchClusterNeverRecovers: a drill's template has spec.recovery; its scratch
+// cluster does not, so an automatic restore can never replace it with a cluster the drill did
+// not make (which its TTL would then leave behind). A restore into a new name that is not a
+// drill (no TTL) keeps the template's recovery: it is the user's cluster.
+func TestDrillScratchClusterNeverRecovers(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	tmpl := cluster(ns, "tmpl", 1)
+	tmpl.Spec.Recovery = &etcdv1beta2.RecoverySpec{BackupScheduleName: "nightly"}
+	create(t, tmpl)
+	drill := s.drill(ns, "drill", "scratch", "etcd.backup")
+	drill.Spec.TTLSecondsAfterFinished = ptr.To(int32(600))
+	create(t, drill)
+	create(t, s.drill(ns, "copy", "copyc", "etcd.backup"))
+	waitPod(t, ns, "scratch-0")
+	waitPod(t, ns, "copyc-0")
+	if c, err := getCluster(t, ns, "scratch"); err != nil || c.Spec.Recovery != nil {
+		t.Fatalf("drill's scratch cluster: %v, recovery %+v", err, c.Spec.Recovery)
+	}
+	if c, err := getCluster(t, ns, "copyc"); err != nil || c.Spec.Recovery == nil || c.Spec.Recovery.BackupScheduleName != "nightly" {
+		t.Fatalf("restore into a new name without a TTL: %v, recovery %+v", err, c.Spec.Recovery)
+	}
 }

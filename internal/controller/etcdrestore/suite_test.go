@@ -107,3 +107,15 @@ func secret(ns, name string, data map[string][]byte) *corev1.Secret {
 	s.Namespace, s.Name = ns, name
 	return s
 }
+
+// waitProgress waits until the restore's Complete condition (its progress) says want.
+func waitProgress(t *testing.T, ns, name, want string) {
+	t.Helper()
+	testutil.Eventually(t, testutil.Timeout, name+" progress: "+want, func() (bool, string) {
+		c := meta.FindStatusCondition(getRestore(t, ns, name).Status.Conditions, etcdv1beta2.RestoreConditionComplete)
+		if c == nil {
+			return false, "no progress yet"
+		}
+		return strings.Contains(c.Message, want), c.Message
+	})
+}

@@ -201,10 +201,11 @@ type RestoreStatus struct {
 	ClusterDeletedTime *metav1.Time `json:"clusterDeletedTime,omitempty"`
 
 	// retainedVolumes are the PersistentVolumeClaims of the cluster an in-place restore replaced.
-	// Before deleting that cluster the restore operator makes this EtcdRestore their owner
-	// (annotation etcd.database.coreos.com/retained-by), so they outlive it; they are deleted
-	// once the restored cluster is verified, and kept when the restore fails (deleting the
-	// EtcdRestore then deletes them).
+	// Before deleting that cluster the restore operator takes its controller reference off
+	// them and gives them no owner (annotations etcd.database.coreos.com/retained-by and
+	// restore-uid), so they outlive both the cluster and this EtcdRestore; they are deleted
+	// once the restored cluster is verified, and kept when the restore fails or this
+	// EtcdRestore is deleted before it finished (then delete them yourself).
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +optional

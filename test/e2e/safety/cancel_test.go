@@ -1,0 +1,126 @@
+//go:build e2e
+
+package safety
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// TestCancelledRestoreKeepsTheReplacedVolumes is the first reproduction of issue 28: an in-place
+// restore of a cluster on volumes is deleted (`kubectl delete etcdrestore`) while it is seeding,
+// after it deleted the old cluster and retained its volumes. The garbage collector must not
+// take those volumes with it: they are the old cluster's only data until a restore is
+// verified. A new restore of the same backup then succeeds, and still leaves them alone.
+//
+// The restore is held in Seeding by deleting the store's credentials Secret once the backup
+// was proven restorable: the new members cannot mount it and wait in ContainerCreating.
+func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
+	f, ns, bucket := setup(t, "safety-cancel")
+	f.Create(t, newCluster(ns, "demo", true))
+	f.WaitClusterAvailable(t, ns, "demo", 1, 3*time.Minute)
+	framework.PutDataset(t, f.EtcdClient(t, framework.ClientEndpoint(ns, "demo")), "/demo/", 0, keys)
+	backup := oneShotBackup(t, f, bucket, ns, "demo", "demo/etcd.backup")
+	old := memberVolumes(t, f, ns, "demo")
+	if len(old) == 0 {
+		t.Fatal("the cluster has no volumes")
+	}
+
+	restore := func(name string) {
+		f.Create(t, &etcdv1beta2.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: etcdv1beta2.RestoreSpec{
+				EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "demo"},
+				BackupRef:   &etcdv1beta2.LocalObjectReference{Name: backup.Name},
+			},
+		})
+	}
+	restore("cancelled")
+	framework.Eventually(t, 3*time.Minute, "the backup proven restorable", func(ctx context.Context) (bool, error) {
+		rs, err := f.GetRestore(ctx, ns, "cancelled")
+		if err != nil {
+			return false, err
+		}
+		if rs.Status.Phase == etcdv1beta2.RestorePhaseFailed {
+			t.Fatalf("restore failed: %s", rs.Status.Reason)
+		}
+		return meta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupRestorable), fmt.Errorf("phase %s", rs.Status.Phase)
+	})
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}}
+	if err := f.Client.Delete(t.Context(), creds); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 3*time.Minute, "the old cluster replaced and its volumes retained", func(ctx context.Context) (bool, error) {
+		rs, err := f.GetRestore(ctx, ns, "cancelled")
+		if err != nil {
+			return false, err
+		}
+		if rs.Status.Succeeded {
+			t.Fatal("the restore succeeded before it could be cancelled")
+		}
+		c, err := f.GetCluster(ctx, ns, "demo")
+		replaced := err == nil && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil
+		return replaced && len(rs.Status.RetainedVolumes) == len(old), fmt.Errorf("phase %s, retained %v, cluster replaced %v", rs.Status.Phase, rs.Status.RetainedVolumes, replaced)
+	})
+
+	// Cancel it as a user would: kubectl delete (background propagation).
+	rs, err := f.GetRestore(t.Context(), ns, "cancelled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleting EtcdRestore cancelled in phase %s, retaining %v", rs.Status.Phase, rs.Status.RetainedVolumes)
+	if err := f.Client.Delete(t.Context(), rs, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "EtcdRestore cancelled gone", func(ctx context.Context) (bool, error) {
+		_, err := f.GetRestore(ctx, ns, "cancelled")
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("still there: %v", err)
+	})
+	time.Sleep(10 * time.Second) // let the garbage collector act on anything it would delete
+	keptVolumes(t, f, old)
+
+	// The backup is still there to restore from.
+	bucket.CreateSecret(t, f, ns, "creds")
+	restore("retry")
+	rs = f.WaitRestoreSucceeded(t, ns, "retry", 5*time.Minute)
+	t.Logf("restore after the cancelled one: RTO %s", rs.Status.Duration.Duration)
+	checkKeys(t, f, ns, "demo", "/demo/", keys)
+	keptVolumes(t, f, old)
+}
+
+// memberVolumes are the volumes of cluster name's members.
+func memberVolumes(t *testing.T, f *framework.Framework, ns, name string) []corev1.PersistentVolumeClaim {
+	t.Helper()
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := f.Client.List(t.Context(), pvcs, client.InNamespace(ns), client.MatchingLabels{"etcd_cluster": name}); err != nil {
+		t.Fatal(err)
+	}
+	return pvcs.Items
+}
+
+// keptVolumes fails unless every volume of want is still there, the same object, not deleting,
+// with no owner that could take it away.
+func keptVolumes(t *testing.T, f *framework.Framework, want []corev1.PersistentVolumeClaim) {
+	t.Helper()
+	for _, pvc := range want {
+		now := &corev1.PersistentVolumeClaim{}
+		err := f.Client.Get(t.Context(), client.ObjectKeyFromObject(&pvc), now)
+		if err != nil || now.UID != pvc.UID || now.DeletionTimestamp != nil {
+			t.Fatalf("volume %s of the replaced cluster went away (err %v, deleting %v)", pvc.Name, err, now.DeletionTimestamp)
+		}
+		if i := slices.IndexFunc(now.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.Kind == "EtcdRestore" }); i >= 0 {
+			t.Fatalf("volume %s is owned by EtcdRestore %s: deleting that record deletes it", now.Name, now.OwnerReferences[i].Name)
+		}
+	}
+}
