@@ -30,7 +30,10 @@ type Options struct {
 	// Location is the verified backup object and how to reach it (storage.Location.Encode).
 	Location storage.Location
 	// SecretsDir is where the Secrets Location names are mounted (storage.PodSecrets).
-	SecretsDir     string
+	SecretsDir string
+	// AuthDir is where the cluster's spec.auth Secret is mounted (keys username, password);
+	// empty for a cluster without spec.auth.
+	AuthDir        string
 	Expect         Expect
 	DataDir        string
 	Name           string
@@ -102,6 +105,7 @@ func ParseRestoreArgs(args []string) (*Options, error) {
 	fs := flag.NewFlagSet("seed restore", flag.ContinueOnError)
 	fs.StringVar(&loc, "location", "", "the backup object and how to reach it, as the restore operator encodes it")
 	fs.StringVar(&o.SecretsDir, "secrets-dir", "", "directory where the location's Secrets are mounted, one sub-directory each")
+	fs.StringVar(&o.AuthDir, "auth-dir", "", "directory where the cluster's auth Secret is mounted (empty: the cluster has no spec.auth)")
 	fs.Int64Var(&o.Expect.Size, "size", 0, "expected object size in bytes (0: not checked)")
 	fs.StringVar(&o.Expect.SHA256, "sha256", "", "expected hex sha256 of the object (empty: not checked)")
 	fs.StringVar(&o.DataDir, "data-dir", "/var/etcd/data", "etcd data dir to create")
@@ -239,6 +243,9 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "computing the keyspace hash of the restored data: %w", err)
 	}
 	res.Revision, res.HashKV, res.CompactRevision, res.Keys = h.Revision, h.Hash, h.CompactRevision, h.Keys
+	if err := checkAuth(filepath.Join(tmpData, "member", "snap", "db"), o.AuthDir); err != nil {
+		return nil, err
+	}
 	if err := os.Remove(snap); err != nil {
 		return nil, fmt.Errorf("removing %s: %w", snap, err)
 	}

@@ -2,6 +2,8 @@ package restoreseed
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil/keyspace"
 	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -43,8 +46,26 @@ func restoreAndCompare(t *testing.T, binDir string, src *keyspace.Source) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := options(t, bucket, "db/snap", Expect{Size: bk.Size, SHA256: bk.SHA256})
-	o.Etcdutl = snapshottest.BinIn(t, binDir, "etcdutl")
+	newOptions := func(password string) *Options {
+		o := options(t, bucket, "db/snap", Expect{Size: bk.Size, SHA256: bk.SHA256})
+		o.Etcdutl = snapshottest.BinIn(t, binDir, "etcdutl")
+		if password != "" {
+			o.AuthDir = authSecret(t, src.Username, password)
+		}
+		return o
+	}
+	if src.Password != "" {
+		// The credentials the cluster is given must open the backup's auth store: other ones
+		// fail the restore at once, before any etcd starts on the data.
+		for what, pw := range map[string]string{"another password": src.Password + "-not", "no spec.auth": ""} {
+			if res := Restore(t.Context(), newOptions(pw)); res.Outcome != OutcomeFailed || res.Reason != etcdv1beta2.ReasonAuthFailed {
+				t.Fatalf("restore with %s: %+v, want AuthFailed", what, res)
+			} else {
+				t.Logf("restore with %s: %s", what, res.Message)
+			}
+		}
+	}
+	o := newOptions(src.Password)
 	res := Restore(t.Context(), o)
 	if res.Outcome != OutcomeRestored {
 		t.Fatalf("restore: %+v", res)
@@ -89,4 +110,16 @@ func waitServing(t *testing.T, cli *clientv3.Client, endpoint string) {
 	if err != nil {
 		t.Fatalf("restored etcd does not serve: %v", err)
 	}
+}
+
+// authSecret lays out the cluster's auth Secret (keys username and password) as mounted.
+func authSecret(t *testing.T, user, password string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for k, v := range map[string]string{"username": user, "password": password} {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

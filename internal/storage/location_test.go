@@ -113,6 +113,13 @@ func TestBadLocations(t *testing.T) {
 	if _, err := l.Config(t.Context(), DirSecrets{Root: root}); reason.Of(err) != etcdv1beta2.ReasonSecretNotFound {
 		t.Errorf("CA Secret not mounted: %v, want SecretNotFound", err)
 	}
+	// An optional Secret volume (PodSecrets) whose Secret does not exist: an empty directory.
+	if err := os.MkdirAll(filepath.Join(root, "ca"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Config(t.Context(), DirSecrets{Root: root}); reason.Of(err) != etcdv1beta2.ReasonSecretNotFound {
+		t.Errorf("CA Secret mounted empty: %v, want SecretNotFound", err)
+	}
 	writeSecret(t, filepath.Join(root, "ca"), map[string]string{"other": "x"})
 	if _, err := l.Config(t.Context(), DirSecrets{Root: root}); reason.Of(err) != etcdv1beta2.ReasonInvalidSpec {
 		t.Errorf("CA Secret without the key: %v, want InvalidSpec", err)

@@ -64,6 +64,10 @@ func (s DirSecrets) Data(_ context.Context, name string) (map[string][]byte, err
 		}
 		data[e.Name()] = b
 	}
+	if len(data) == 0 {
+		// PodSecrets mounts Secrets as optional: one that does not exist is an empty directory.
+		return nil, reason.Errorf(etcdv1beta2.ReasonSecretNotFound, "secret %s does not exist or is empty (mounted at %s)", name, dir)
+	}
 	return data, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // PodSecrets mounts, read-only, every Secret l names (credentials and CA bundle, once each) at
@@ -21,7 +22,11 @@ func PodSecrets(l Location, root string) ([]corev1.Volume, []corev1.VolumeMount)
 	var mounts []corev1.VolumeMount
 	for i, n := range names {
 		vol := fmt.Sprintf("storage-secret-%d", i)
-		vols = append(vols, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: n}}})
+		// Optional: a restored member's pod keeps these volumes for life, and its restore step
+		// reads them only once (it finds the data dir restored on every later start). A Secret
+		// rotated away or deleted must not keep the member in ContainerCreating after a node
+		// reboot; a restore that does need it fails with SecretNotFound (DirSecrets).
+		vols = append(vols, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: n, Optional: ptr.To(true)}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: filepath.Join(root, n), ReadOnly: true})
 	}
 	return vols, mounts

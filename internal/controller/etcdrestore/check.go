@@ -24,6 +24,9 @@ const (
 	scratchMember = "restore-check"
 	// reasonRestorable is BackupRestorable's reason when the check passed.
 	reasonRestorable = "RestoredInScratch"
+	// reasonCheckSkipped is BackupRestorable's reason (status Unknown) when an in-place restore
+	// found no cluster to replace: with nothing to destroy, it does not run the check.
+	reasonCheckSkipped = "NothingToReplace"
 	// checkMemoryLimit bounds the check's memory when the cluster sets no memory limit for its
 	// members: the keyspace hash holds one entry per key (etcd itself holds more).
 	checkMemoryLimit = "1Gi"
@@ -35,6 +38,12 @@ const (
 func needsCheck(rs *etcdv1beta2.EtcdRestore) bool {
 	_, replaced := rs.Annotations[AnnotationClusterTemplate]
 	return rs.Spec.ClusterTemplate == nil && !replaced
+}
+
+// checkDone reports whether rs's restorable check passed or was skipped.
+func checkDone(rs *etcdv1beta2.EtcdRestore) bool {
+	c := findCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupRestorable)
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == reasonCheckSkipped)
 }
 
 // checkPodName is the name of rs's restore check pod.
@@ -50,7 +59,11 @@ func (r *Reconciler) checkRestorable(ctx context.Context, rs *etcdv1beta2.EtcdRe
 	c := &etcdv1beta2.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonTemplateNotFound, "EtcdCluster %s does not exist, so it cannot be the template: set clusterTemplate to the EtcdCluster whose spec the restored cluster copies", rs.Spec.EtcdCluster.Name)
+			// Nothing to replace, so nothing to destroy (a retry after an in-place restore that
+			// deleted the cluster and failed): the members run the same pipeline.
+			r.setCondition(rs, etcdv1beta2.RestoreConditionBackupRestorable, metav1.ConditionUnknown, reasonCheckSkipped,
+				fmt.Sprintf("EtcdCluster %s does not exist: no cluster is replaced, and the restored members run the same pipeline", rs.Spec.EtcdCluster.Name))
+			return ctrl.Result{RequeueAfter: requeueNow}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", rs.Spec.EtcdCluster.Name, err)
 	}

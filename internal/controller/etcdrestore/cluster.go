@@ -54,7 +54,11 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	case err == nil && ours(c, rs):
 		return c, nil
 	case err == nil && c.DeletionTimestamp != nil:
-		return nil, errWait{"waiting for the old EtcdCluster " + name + " to be deleted"}
+		msg, err := r.stuckPods(ctx, rs, c)
+		if err != nil {
+			return nil, err
+		}
+		return nil, errWait{msg}
 	case err == nil && rs.Spec.ClusterTemplate != nil:
 		return nil, reason.Errorf(etcdv1beta2.ReasonClusterExists, "EtcdCluster %s already exists: a restore with clusterTemplate makes a new cluster and never replaces one; choose another name, or leave clusterTemplate unset to replace %s", name, name)
 	case err == nil:
@@ -227,7 +231,7 @@ func (r *Reconciler) template(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 		return t, nil
 	}
 	if rs.Spec.ClusterTemplate == nil {
-		return nil, reason.Errorf(etcdv1beta2.ReasonTemplateNotFound, "EtcdCluster %s does not exist, so it cannot be the template: set clusterTemplate to the EtcdCluster whose spec the restored cluster copies", rs.Spec.EtcdCluster.Name)
+		return r.savedTemplate(ctx, rs)
 	}
 	c := &etcdv1beta2.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterTemplate.Name}, c); err != nil {
@@ -243,5 +247,36 @@ func (r *Reconciler) template(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 		// cluster's: the new cluster gets certificates of its own, made by the etcd operator.
 		t.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
 	}
+	return t, nil
+}
+
+// savedTemplate is the template of an in-place restore whose cluster is gone and that names no
+// clusterTemplate: a retry after an earlier in-place restore of the same cluster failed once it
+// had deleted the cluster (e.g. its old pods stayed Terminating past its deadline). The spec
+// that restore saved is the replaced cluster's; the newest one saved is used.
+func (r *Reconciler) savedTemplate(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*template, error) {
+	name := rs.Spec.EtcdCluster.Name
+	list := &etcdv1beta2.EtcdRestoreList{}
+	if err := r.List(ctx, list, client.InNamespace(rs.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing EtcdRestores for a saved template of EtcdCluster %s: %w", name, err)
+	}
+	var from *etcdv1beta2.EtcdRestore
+	for i := range list.Items {
+		o := &list.Items[i]
+		if _, ok := o.Annotations[AnnotationClusterTemplate]; !ok || o.UID == rs.UID || o.Spec.EtcdCluster.Name != name || o.Spec.ClusterTemplate != nil {
+			continue
+		}
+		if from == nil || from.CreationTimestamp.Before(&o.CreationTimestamp) {
+			from = o
+		}
+	}
+	if from == nil {
+		return nil, reason.Errorf(etcdv1beta2.ReasonTemplateNotFound, "EtcdCluster %s does not exist, so it cannot be the template, and no EtcdRestore saved its spec: set clusterTemplate to the EtcdCluster whose spec the restored cluster copies", name)
+	}
+	t := &template{}
+	if err := json.Unmarshal([]byte(from.Annotations[AnnotationClusterTemplate]), t); err != nil {
+		return nil, reason.Errorf(etcdv1beta2.ReasonTemplateNotFound, "annotation %s of EtcdRestore %s is not a cluster template: %v", AnnotationClusterTemplate, from.Name, err)
+	}
+	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "TemplateReused", "EtcdCluster %s does not exist: restoring it with the spec EtcdRestore %s saved when it replaced it", name, from.Name)
 	return t, nil
 }

@@ -47,39 +47,45 @@ func (m *memberRestore) failed() bool {
 type memberRestores []*memberRestore
 
 // restoringMembers reads the pod of every member rs restores c into. While the cluster has not
-// formed, a member without a pod gets its pod (and volume) if create is set, and a pod at a
-// member's name that rs did not create fails the restore with SeedConflict (the etcd operator
-// creates nothing before then). Once it formed (a cluster ID is recorded), the members are the
-// etcd operator's: a missing one is its to replace, and a pod it made is not looked at.
+// formed (ms.formed), a member without a pod gets its pod (and volume) if create is set, and a
+// pod at a member's name that rs did not create fails the restore with SeedConflict (the etcd
+// operator creates nothing before then). Once it formed, the members are the etcd operator's:
+// a missing one is its to replace, and a pod it made is not looked at.
 func (r *Reconciler) restoringMembers(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, create bool) (memberRestores, error) {
-	formed := c.Status.ClusterID != ""
 	names := bootstrapMembers(c)
 	ms := make(memberRestores, 0, len(names))
+	var missing []*memberRestore
+	var foreign []*corev1.Pod
 	for _, name := range names {
 		m := &memberRestore{name: name}
 		ms = append(ms, m)
 		pod := &corev1.Pod{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: name}, pod)
 		switch {
-		case apierrors.IsNotFound(err) && !formed && create:
-			if err := r.createSeed(ctx, rs, c, name, names); err != nil {
-				return nil, err
-			}
-			m.created = true
-			continue
 		case apierrors.IsNotFound(err):
+			missing = append(missing, m)
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("getting the pod of member %s: %w", name, err)
 		}
 		if !seedOf(pod, rs, c) {
-			if formed || !create {
-				continue
-			}
-			return nil, seedConflict("pod", pod)
+			foreign = append(foreign, pod)
+			continue
 		}
 		m.pod = pod
 		m.res, m.done, m.waiting = seedResult(pod)
+	}
+	if !create || ms.formed(c) {
+		return ms, nil
+	}
+	if len(foreign) > 0 {
+		return nil, seedConflict("pod", foreign[0])
+	}
+	for _, m := range missing {
+		if err := r.createSeed(ctx, rs, c, m.name, names); err != nil {
+			return nil, err
+		}
+		m.created = true
 	}
 	return ms, nil
 }

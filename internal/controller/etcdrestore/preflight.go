@@ -37,6 +37,9 @@ func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	if err := r.checkSecrets(ctx, rs, c, src); err != nil {
 		return err
 	}
+	if err := r.checkVolumeQuota(ctx, rs, c, names); err != nil {
+		return err
+	}
 	dry := c.DeepCopy()
 	dry.UID = uid
 	return r.dryRunSeed(ctx, rs, dry, names, src)
@@ -150,8 +153,8 @@ func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdResto
 }
 
 // dryRunSeed asks the API server to admit, without creating them, the seed member's volume and
-// pod exactly as the restore would create them (the other members' differ only in name). A
-// quota that admits one member but not all is found when they are created.
+// pod exactly as the restore would create them (the other members' differ only in name). That
+// admits one volume against a quota; checkVolumeQuota counts them all.
 func (r *Reconciler) dryRunSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, names []string, src *source) error {
 	seed := names[0]
 	objs := []client.Object{}

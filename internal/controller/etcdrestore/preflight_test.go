@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,5 +125,34 @@ func TestVersionOrder(t *testing.T) {
 		if got != tc.newer || (err != nil) != tc.invalid {
 			t.Errorf("newerMinor(%s, %s) = %v, %v; want %v, invalid %v", tc.backup, tc.cluster, got, err, tc.newer, tc.invalid)
 		}
+	}
+}
+
+// TestPreflightCountsEveryVolumeAgainstTheQuota: a 3-member cluster on volumes and a quota of 4
+// volumes, 3 used. A dry run of one new volume fits; the restore needs 3 more at once while the
+// old ones are kept. It is refused before anything is deleted, naming the quota.
+func TestPreflightCountsEveryVolumeAgainstTheQuota(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	c := pvcClusterWithVolumes(t, ns, "prod", 3)
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "volumes"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("4")}},
+	}
+	create(t, q)
+	// envtest runs no quota controller: record the usage it would.
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: resource.MustParse("3")}}
+	if err := k8s.Status().Update(t.Context(), q); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
+	got := waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonPreflightFailed)
+	for _, want := range []string{"ResourceQuota volumes has no room", "persistentvolumeclaims is 3 of 4 used", "needs 3 more", "no cluster was changed"} {
+		if !strings.Contains(got.Status.Reason, want) {
+			t.Errorf("reason %q lacks %q", got.Status.Reason, want)
+		}
+	}
+	if now, err := getCluster(t, ns, "prod"); err != nil || now.UID != c.UID || now.DeletionTimestamp != nil {
+		t.Fatalf("cluster changed: %v", err)
 	}
 }

@@ -69,6 +69,9 @@ type Reconciler struct {
 	Check MemberCheck
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// StuckAfter is how long past its deletion deadline a pod of a replaced cluster counts as
+	// stuck Terminating; 0 is defaultStuckAfter.
+	StuckAfter time.Duration
 	// APIReader reads the EtcdRestore itself around the cache (SetupWithManager sets it).
 	APIReader client.Reader
 	// Pool reads backups whole (verifyBackup) outside the reconcile workers; nil:
@@ -229,7 +232,7 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	switch {
 	case !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupVerified):
 		res, err = r.verifyBackup(ctx, rs)
-	case needsCheck(rs) && !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupRestorable):
+	case needsCheck(rs) && !checkDone(rs):
 		res, err = r.checkRestorable(ctx, rs)
 	case !isTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionSeeded):
 		res, err = r.seed(ctx, rs)

@@ -19,11 +19,15 @@ import (
 
 // Names and paths in the seed pod.
 const (
-	initInstall     = "install-restore-agent"
-	initRestore     = "restore"
-	agentVolume     = "restore-agent"
-	agentDir        = "/restore-agent"
-	secretsDir      = "/etc/etcd-restore/secrets"
+	initInstall = "install-restore-agent"
+	initRestore = "restore"
+	agentVolume = "restore-agent"
+	agentDir    = "/restore-agent"
+	secretsDir  = "/etc/etcd-restore/secrets"
+	// authDir is where the cluster's spec.auth Secret is mounted for the restore step, which
+	// checks that the backup's auth store accepts it.
+	authDir         = "/etc/etcd-restore/auth"
+	authVolume      = "restore-auth"
 	reasonSeedReady = "SeedRunning"
 	// tmpVolume is the restore container's /tmp (the etcd image sets no TMPDIR), in memory.
 	tmpVolume    = "tmp"
@@ -96,6 +100,13 @@ func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdClu
 	vols, secretMounts := storage.PodSecrets(src.loc, secretsDir)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	mounts = append(mounts, secretMounts...)
+	if c.Spec.Auth != nil {
+		// Optional, as the storage Secrets: read once, by the first run of the restore step.
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: authVolume, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: c.Spec.Auth.SecretName, Optional: ptr.To(true)}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: authVolume, MountPath: authDir, ReadOnly: true})
+		args = append(args, "--auth-dir="+authDir)
+	}
 	// The member container's security context (restricted by default): the restore writes the
 	// data dir as the user etcd will run as.
 	locked := member.ContainerSecurityContext(c)

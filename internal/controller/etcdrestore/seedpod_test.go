@@ -31,6 +31,12 @@ func TestSeedPodIsRestricted(t *testing.T) {
 	if len(v) > 0 {
 		t.Fatalf("the seed pod violates Pod Security restricted: %s", strings.Join(v, "; "))
 	}
+	// The member runs on this pod for life, long after its restore read the storage Secret.
+	for _, vol := range pod.Spec.Volumes {
+		if vol.Secret != nil && vol.Secret.SecretName == "aws" && (vol.Secret.Optional == nil || !*vol.Secret.Optional) {
+			t.Errorf("storage Secret volume %s is required: a deleted or rotated Secret would keep the restored member from starting again", vol.Name)
+		}
+	}
 	var restore *corev1.Container
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == initRestore {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,7 +56,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testutil.RunManagerSuite(m, func(_ context.Context, env *testutil.Env, mgr ctrl.Manager) error {
 		k8s = env.Client
 		opts := options.New("restore-operator")
-		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: "etcd-operator:test", Check: members.check}
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: "etcd-operator:test", Check: members.check, StuckAfter: time.Second}
 		return r.SetupWithManager(mgr)
 	}))
 }

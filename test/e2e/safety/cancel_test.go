@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,8 +25,8 @@ import (
 // take those volumes with it: they are the old cluster's only data until a restore is
 // verified. A new restore of the same backup then succeeds, and still leaves them alone.
 //
-// The restore is held in Seeding by deleting the store's credentials Secret once the backup
-// was proven restorable: the new members cannot mount it and wait in ContainerCreating.
+// The restore is held in Seeding by a ResourceQuota of zero pods, created once the backup was
+// proven restorable: the new members cannot be created, and the restore retries.
 func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 	f, ns, bucket := setup(t, "safety-cancel")
 	f.Create(t, newCluster(ns, "demo", true))
@@ -57,10 +58,11 @@ func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 		}
 		return meta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupRestorable), fmt.Errorf("phase %s", rs.Status.Phase)
 	})
-	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}}
-	if err := f.Client.Delete(t.Context(), creds); err != nil {
-		t.Fatal(err)
+	noPods := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
 	}
+	f.Create(t, noPods)
 	framework.Eventually(t, 3*time.Minute, "the old cluster replaced and its volumes retained", func(ctx context.Context) (bool, error) {
 		rs, err := f.GetRestore(ctx, ns, "cancelled")
 		if err != nil {
@@ -91,7 +93,9 @@ func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 	keptVolumes(t, f, old)
 
 	// The backup is still there to restore from.
-	bucket.CreateSecret(t, f, ns, "creds")
+	if err := f.Client.Delete(t.Context(), noPods); err != nil {
+		t.Fatal(err)
+	}
 	restore("retry")
 	rs = f.WaitRestoreSucceeded(t, ns, "retry", 5*time.Minute)
 	t.Logf("restore after the cancelled one: RTO %s", rs.Status.Duration.Duration)

@@ -173,7 +173,19 @@ const (
 	RestoreConditionComplete = "Complete"
 	// RestoreConditionFailed is True when the restore failed; the reason says why.
 	RestoreConditionFailed = "Failed"
+	// RestoreConditionOldPodsStuck is True while pods of the cluster an in-place restore
+	// replaces stay Terminating long past their grace period (their node is gone, or no longer
+	// reports): the message names them and their nodes. The restore cannot go on until they are
+	// gone; AnnotationForceDeleteStuckPods lets it force-delete them. False once they are gone.
+	RestoreConditionOldPodsStuck = "OldPodsStuck"
 )
+
+// AnnotationForceDeleteStuckPods, set to "true" on an EtcdRestore by a person who has made
+// sure the nodes of the replaced cluster's stuck pods are gone (condition OldPodsStuck), lets
+// the restore operator force-delete those pods (grace period 0): only pods the replaced
+// EtcdCluster controls, stuck Terminating. On a node that still runs, such a pod's etcd would
+// go on running, unseen by Kubernetes, until that node's kubelet stops it.
+const AnnotationForceDeleteStuckPods = "etcd.database.coreos.com/force-delete-stuck-pods"
 
 // EtcdBackupSchedule condition types.
 const (
