@@ -85,7 +85,7 @@ build: ## Build the three operator binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/ ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator
 
 .PHONY: images
-images: ## Build the operator (linux/amd64 + linux/arm64 index), etcd and pause images and import them into the local containerd.
+images: ## Build the operator (host platform; PLATFORMS="linux/amd64 linux/arm64" for more), etcd and pause images and import them into the local containerd.
 	hack/images.sh
 
 .PHONY: push

@@ -8,13 +8,15 @@
 #   pause      $LC_PAUSE_IMAGE: the pod sandbox (hack/tools/pause), what containerd and the kubelet use
 #   etcd       quay.io/coreos/etcd:$ETCD_VERSION and :$ETCD_OLD_VERSION, etcd/etcdctl/etcdutl in
 #              /usr/local/bin: the tags the EtcdCluster API defaults produce (linux/amd64)
-#   operator   $IMG (default etcd-operator:dev): an OCI image index for $PLATFORMS (default
-#              linux/amd64 and linux/arm64), each image holding the three operator binaries from
+#   operator   $IMG (default etcd-operator:dev): an OCI image index for $PLATFORMS (default the
+#              host's linux/<arch>: the local cluster runs nothing else, and a cold build of a
+#              second platform cost minutes), each image holding the three operator binaries from
 #              ./cmd/... cross-compiled for its platform (CGO_ENABLED=0), the etcd $ETCD_VERSION
 #              etcdutl and etcdctl, and the public CA roots at /etc/ssl/certs/ca-certificates.crt
 #              (the binaries also embed them: golang.org/x/crypto/x509roots/fallback). The archive
 #              is imported whole; containerd unpacks the node's platform.
-#   push       build the operator image index as above and push it to $IMG (required, a
+#   push       build the operator image index as above ($PLATFORMS default linux/amd64 and
+#              linux/arm64) and push it to $IMG (required, a
 #              registry reference such as registry.example.com/etcd-operator:v0.2.0); credentials
 #              come from the docker config (~/.docker/config.json), plain HTTP is used for
 #              localhost, loopback and private addresses (PUSH_INSECURE=1 forces it)
@@ -28,7 +30,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
 
 IMG="${IMG:-etcd-operator:dev}"
-PLATFORMS="${PLATFORMS:-linux/amd64 linux/arm64}"
+PLATFORMS="${PLATFORMS:-}"
 CA_ROOTS_PATH=/etc/ssl/certs/ca-certificates.crt
 # shellcheck disable=SC2015 # the fallback is meant whether cd or git fails
 VERSION="${VERSION:-$(cd "$ROOT_DIR" && git describe --tags --always --dirty 2>/dev/null || echo dev)}"
@@ -200,6 +202,10 @@ main() {
   if [ "${NO_IMPORT:-}" != 1 ] && [ "${what[*]}" != push ]; then
     lc_ensure_packages
     lc_ctr version >/dev/null 2>&1 || die_no_containerd
+  fi
+  if [ -z "$PLATFORMS" ]; then
+    PLATFORMS="linux/$(go env GOARCH)"
+    [ "${what[*]}" != push ] || PLATFORMS="linux/amd64 linux/arm64"
   fi
   mkdir -p "$IMAGES_DIR" "$LOCK_DIR"
   locked tools build_tools

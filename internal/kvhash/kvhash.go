@@ -163,9 +163,14 @@ func hashTx(tx *bolt.Tx, rev int64, opts Options) (*Result, error) {
 		if n++; n%4096 == 0 && !opts.Deadline.IsZero() && time.Now().After(opts.Deadline) {
 			return fmt.Errorf("deadline reached after %d revisions", n)
 		}
-		key, err := userKey(v)
-		if err != nil {
-			return fmt.Errorf("revision %d.%d: %w", r.main, r.sub, err)
+		var key []byte
+		// etcdutl snapshot restore --bump-revision marks the raised revision with an empty
+		// value, which etcd reads as a key-value with the empty key: an entry of its key index
+		// like any other (so it is kept by a compaction), though no Range ever returns it.
+		if len(v) > 0 {
+			if key, err = userKey(v); err != nil {
+				return fmt.Errorf("revision %d.%d: %w", r.main, r.sub, err)
+			}
 		}
 		// Entries come in revision order, so the last one seen is the latest.
 		if l, ok := index[string(key)]; ok {
@@ -182,16 +187,18 @@ func hashTx(tx *bolt.Tx, rev int64, opts Options) (*Result, error) {
 	// revision deletes it. Only revisions at or below the compaction revision are checked
 	// against it.
 	keep := map[revision]struct{}{}
-	for _, l := range index {
+	for k, l := range index {
 		if l.tombstone {
 			continue
 		}
-		res.Keys++
+		if k != "" {
+			res.Keys++
+		}
 		if l.rev.main <= res.CompactRevision {
 			keep[l.rev] = struct{}{}
 		}
 	}
-	anyKept := res.Keys > 0 // etcd skips nothing when Keep is empty
+	anyKept := len(keep) > 0 || res.Keys > 0 // etcd skips nothing when Keep is empty
 	index = nil
 
 	// Pass 2: etcd's kvHasher over the key bucket in order.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -33,7 +34,10 @@ type Options struct {
 	SecretsDir string
 	// AuthDir is where the cluster's spec.auth Secret is mounted (keys username, password);
 	// empty for a cluster without spec.auth.
-	AuthDir        string
+	AuthDir string
+	// BumpRevision raises the restored revision by this much and marks it compacted (etcdutl
+	// snapshot restore --bump-revision --mark-compacted); 0 keeps the backup's revisions.
+	BumpRevision   int64
 	Expect         Expect
 	DataDir        string
 	Name           string
@@ -106,6 +110,7 @@ func ParseRestoreArgs(args []string) (*Options, error) {
 	fs.StringVar(&loc, "location", "", "the backup object and how to reach it, as the restore operator encodes it")
 	fs.StringVar(&o.SecretsDir, "secrets-dir", "", "directory where the location's Secrets are mounted, one sub-directory each")
 	fs.StringVar(&o.AuthDir, "auth-dir", "", "directory where the cluster's auth Secret is mounted (empty: the cluster has no spec.auth)")
+	fs.Int64Var(&o.BumpRevision, "bump-revision", 0, "raise the restored revision by this much and mark it compacted (0: keep the backup's revisions)")
 	fs.Int64Var(&o.Expect.Size, "size", 0, "expected object size in bytes (0: not checked)")
 	fs.StringVar(&o.Expect.SHA256, "sha256", "", "expected hex sha256 of the object (empty: not checked)")
 	fs.StringVar(&o.DataDir, "data-dir", "/var/etcd/data", "etcd data dir to create")
@@ -228,19 +233,33 @@ func restore(ctx context.Context, o *Options) (*Result, error) {
 	res.Revision, res.TotalKeys = st.Revision, st.TotalKey
 
 	tmpData := filepath.Join(work, "data")
-	if err := run(ctx, o.Etcdutl, "snapshot", "restore", snap, "--data-dir", tmpData, "--name", o.Name,
+	args := []string{"snapshot", "restore", snap, "--data-dir", tmpData, "--name", o.Name,
 		"--initial-cluster", o.InitialCluster, "--initial-cluster-token", o.ClusterToken,
-		"--initial-advertise-peer-urls", o.PeerURL); err != nil {
+		"--initial-advertise-peer-urls", o.PeerURL}
+	rev := res.Revision
+	if o.BumpRevision > 0 {
+		if err := canBump(ctx, o.Etcdutl); err != nil {
+			return nil, err
+		}
+		args = append(args, "--bump-revision", strconv.FormatInt(o.BumpRevision, 10), "--mark-compacted")
+		// The backup's revisions are compacted away at the bumped one: the data is checked, and
+		// served, at the revision etcd starts at.
+		rev = 0
+	}
+	if err := run(ctx, o.Etcdutl, args...); err != nil {
 		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "etcdutl snapshot restore: %w", err)
 	}
 	// The verification values, computed from the restored data at rest (internal/kvhash: etcd's
-	// own hashkv cannot read a keyspace with leases). Revision 0 means the snapshot holds no key
-	// revision (an empty keyspace, or one whose keys were all deleted and compacted): the hash is
-	// then taken at the data's current revision, the one etcd will start at.
+	// own hashkv cannot read a keyspace with leases). Revision 0 (a bumped revision, or a
+	// snapshot that holds no key revision: an empty keyspace, or one whose keys were all deleted
+	// and compacted): the hash is taken at the data's current revision, the one etcd starts at.
 	deadline, _ := ctx.Deadline()
-	h, err := kvhash.File(filepath.Join(tmpData, "member", "snap", "db"), res.Revision, kvhash.Options{Deadline: deadline})
+	h, err := kvhash.File(filepath.Join(tmpData, "member", "snap", "db"), rev, kvhash.Options{Deadline: deadline})
 	if err != nil {
 		return nil, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "computing the keyspace hash of the restored data: %w", err)
+	}
+	if o.BumpRevision > 0 {
+		res.BackupRevision = res.Revision
 	}
 	res.Revision, res.HashKV, res.CompactRevision, res.Keys = h.Revision, h.Hash, h.CompactRevision, h.Keys
 	if err := checkAuth(filepath.Join(tmpData, "member", "snap", "db"), o.AuthDir); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,13 +66,30 @@ func restoreAndCompare(t *testing.T, binDir string, src *keyspace.Source) {
 			}
 		}
 	}
-	o := newOptions(src.Password)
+	// As the restore operator does by default (revisionBump), and with the backup's revisions.
+	for _, bump := range []int64{etcdv1beta2.DefaultRevisionBump, 0} {
+		o := newOptions(src.Password)
+		o.BumpRevision = bump
+		restoreAndServe(t, binDir, src, o, bk.Member.Revision)
+	}
+}
+
+// restoreAndServe restores with o, starts etcd on the data and checks that it serves the
+// source's keyspace at the backup's revision rev (or, with a raised revision, at the raised
+// one, with every key's revisions as they were), and the hash and key count the agent computed.
+func restoreAndServe(t *testing.T, binDir string, src *keyspace.Source, o *Options, rev int64) {
+	t.Helper()
 	res := Restore(t.Context(), o)
 	if res.Outcome != OutcomeRestored {
-		t.Fatalf("restore: %+v", res)
+		t.Fatalf("restore (bump %d): %+v", o.BumpRevision, res)
 	}
-	rev := bk.Member.Revision
-	if res.Revision != rev {
+	at := rev
+	if o.BumpRevision > 0 {
+		if res.BackupRevision != rev || res.Revision < rev+o.BumpRevision || res.CompactRevision != res.Revision {
+			t.Fatalf("restore raised by %d: revision %d, backup revision %d, compacted at %d; the backup's %d", o.BumpRevision, res.Revision, res.BackupRevision, res.CompactRevision, rev)
+		}
+		at = res.Revision
+	} else if res.Revision != rev {
 		t.Fatalf("restored revision %d, the backup's %d", res.Revision, rev)
 	}
 
@@ -87,15 +105,21 @@ func restoreAndCompare(t *testing.T, binDir string, src *keyspace.Source) {
 	t.Cleanup(func() { _ = cli.Close() })
 	waitServing(t, cli, restored.Endpoint)
 
-	n := keyspace.Compare(t, src.Client, cli, rev)
+	n := keyspace.Capture(t, src.Client, rev).CheckAt(t, cli, at)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	h, err := cli.HashKV(ctx, restored.Endpoint, rev)
+	h, err := cli.HashKV(ctx, restored.Endpoint, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Hash != res.HashKV || int64(n) != res.Keys {
-		t.Fatalf("the restored member serves hash %d and %d keys at %d; the agent computed %d and %d", h.Hash, n, rev, res.HashKV, res.Keys)
+		t.Fatalf("the restored member serves hash %d and %d keys at %d; the agent computed %d and %d", h.Hash, n, at, res.HashKV, res.Keys)
+	}
+	if o.BumpRevision > 0 {
+		// A watcher that saw a revision newer than the backup is told it is compacted.
+		if _, err := cli.Get(ctx, "x", clientv3.WithRev(rev+1)); err == nil || !strings.Contains(err.Error(), "compacted") {
+			t.Fatalf("a read at revision %d, after the backup's: %v, want compacted", rev+1, err)
+		}
 	}
 }
 

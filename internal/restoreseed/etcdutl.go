@@ -49,3 +49,14 @@ func snapshotStatus(ctx context.Context, etcdutl, file string) (*snapshotStatusJ
 	}
 	return st, nil
 }
+
+// canBump fails unless etcdutl can raise the restored revision (--bump-revision, in etcd 3.5.8
+// and later and 3.6).
+func canBump(ctx context.Context, etcdutl string) error {
+	// --help prints the flags to stdout or stderr depending on the version; either counts.
+	out, _ := exec.CommandContext(ctx, etcdutl, "snapshot", "restore", "--help").CombinedOutput()
+	if !strings.Contains(string(out), "--bump-revision") {
+		return reason.Errorf(etcdv1beta2.ReasonIncompatibleVersion, "this etcd's etcdutl cannot raise the restored revision (--bump-revision, etcd 3.5.8 and later): run a newer etcd, or set revisionBump: 0 to restore the backup's revisions as they were")
+	}
+	return nil
+}

@@ -24,9 +24,14 @@ type Result struct {
 	// Size and SHA256 describe the object fetched.
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
-	// Revision is the newest revision in the snapshot (etcdutl snapshot status); for a snapshot
-	// without any key revision (an empty keyspace) the restored data's current revision.
+	// Revision is the revision the restored data is checked at and etcd starts at: the newest
+	// revision in the snapshot (etcdutl snapshot status), or, when the restore raised it
+	// (BackupRevision set) or the snapshot holds no key revision (an empty keyspace), the
+	// restored data's current revision.
 	Revision int64 `json:"revision,omitempty"`
+	// BackupRevision is the snapshot's own newest revision when the restore raised the revision
+	// above it (--bump-revision); 0 when it did not, then Revision is the backup's.
+	BackupRevision int64 `json:"backupRevision,omitempty"`
 	// TotalKeys is etcdutl's key count of the snapshot's backend (every revision's keys).
 	TotalKeys int64 `json:"totalKeys,omitempty"`
 	// HashKV is the keyspace hash of the restored data at Revision (internal/kvhash), what
@@ -38,6 +43,15 @@ type Result struct {
 	CompactRevision int64 `json:"compactRevision,omitempty"`
 	// Seconds is how long the step took.
 	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// SnapshotRevision is the backup snapshot's own newest revision: BackupRevision when the
+// restore raised the revision, Revision otherwise.
+func (r *Result) SnapshotRevision() int64 {
+	if r.BackupRevision > 0 {
+		return r.BackupRevision
+	}
+	return r.Revision
 }
 
 // ParseResult reads a Result from a termination message.

@@ -116,8 +116,8 @@ func (r *Reconciler) checkRestorable(ctx context.Context, rs *etcdv1beta2.EtcdRe
 		r.setCondition(rs, etcdv1beta2.RestoreConditionBackupRestorable, metav1.ConditionFalse, why, msg)
 		return ctrl.Result{}, reason.Errorf(why, "%s%s", msg, noChange)
 	}
-	if rs.Status.BackupRevision > res.Revision {
-		return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d%s", rs.Status.BackupRevision, res.Revision, noChange)
+	if rs.Status.BackupRevision > res.SnapshotRevision() {
+		return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d%s", rs.Status.BackupRevision, res.SnapshotRevision(), noChange)
 	}
 	rs.Status.Verification = &etcdv1beta2.RestoreVerification{Revision: res.Revision, SnapshotHash: int64(res.HashKV), Keys: res.Keys}
 	msg := fmt.Sprintf("restored in pod %s in %.1f s: %d keys at revision %d, keyspace hash %d", pod.Name, res.Seconds, res.Keys, res.Revision, res.HashKV)

@@ -49,10 +49,10 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	}
 	rs.Status.SeedMember = ref.name
 	if res := ref.res; res != nil && res.Revision > 0 {
-		if rs.Status.BackupRevision > res.Revision {
-			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d", rs.Status.BackupRevision, res.Revision)
+		if rs.Status.BackupRevision > res.SnapshotRevision() {
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d", rs.Status.BackupRevision, res.SnapshotRevision())
 		}
-		rs.Status.BackupRevision = res.Revision
+		rs.Status.BackupRevision = res.SnapshotRevision()
 		if rs.Status.Verification == nil {
 			rs.Status.Verification = &etcdv1beta2.RestoreVerification{}
 		}

@@ -86,6 +86,7 @@ func (r *Reconciler) seedPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdClu
 		"--initial-cluster-token=" + string(c.UID),
 		"--initial-advertise-peer-urls=" + peer,
 		"--timeout=" + restoreTimeout(rs.Status.BackupSize).String(),
+		"--bump-revision=" + strconv.FormatInt(revisionBump(rs), 10),
 	}
 	mounts := []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}, {Name: tmpVolume, MountPath: tmpDir}}
 	mounts = append(mounts, etcd.VolumeMounts[0]) // the data volume, at /var/etcd
@@ -179,4 +180,13 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// revisionBump is how far rs raises the restored revision above the backup's (spec.revisionBump,
+// default etcdv1beta2.DefaultRevisionBump).
+func revisionBump(rs *etcdv1beta2.EtcdRestore) int64 {
+	if b := rs.Spec.RevisionBump; b != nil {
+		return *b
+	}
+	return etcdv1beta2.DefaultRevisionBump
 }

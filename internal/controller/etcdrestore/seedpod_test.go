@@ -7,7 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -89,5 +91,35 @@ func TestCheckPodMemory(t *testing.T) {
 				t.Fatal("the cluster's resources were changed")
 			}
 		})
+	}
+}
+
+// TestMembersRaiseTheRevision: the restore step of every member (and of the check pod, built
+// from the same spec) raises the revision by etcd's recommended amount unless the EtcdRestore
+// says otherwise; revisionBump 0 keeps the backup's revisions.
+func TestMembersRaiseTheRevision(t *testing.T) {
+	r := &Reconciler{AgentImage: "etcd-operator:dev"}
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid"}, Spec: etcdv1beta2.ClusterSpec{Size: 1, Version: "3.6.16"}}
+	src := &source{loc: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "b", Key: "k", Secret: "aws"}}
+	for _, tc := range []struct {
+		spec *int64
+		want int64
+	}{{nil, etcdv1beta2.DefaultRevisionBump}, {ptr.To[int64](0), 0}, {ptr.To[int64](5000), 5000}} {
+		rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "rs-uid"}, Spec: etcdv1beta2.RestoreSpec{RevisionBump: tc.spec}}
+		for _, pod := range []*corev1.Pod{r.seedPod(rs, c, "db-0", []string{"db-0"}, src), r.checkPod(rs, c, src)} {
+			var cmd []string
+			for _, ct := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+				if ct.Name == initRestore {
+					cmd = ct.Command
+				}
+			}
+			o, err := restoreseed.ParseRestoreArgs(cmd[3:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.BumpRevision != tc.want {
+				t.Errorf("pod %s, revisionBump %v: the agent raises the revision by %d, want %d", pod.Name, tc.spec, o.BumpRevision, tc.want)
+			}
+		}
 	}
 }

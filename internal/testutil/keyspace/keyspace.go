@@ -315,8 +315,14 @@ func Compare(t *testing.T, src, dst *clientv3.Client, rev int64) int {
 // dst with the TTL it was granted and its keys. It returns the number of keys compared.
 func (want *Captured) Check(t *testing.T, dst *clientv3.Client) int {
 	t.Helper()
+	return want.CheckAt(t, dst, want.Revision)
+}
+
+// CheckAt is Check reading dst at revision rev: a restore that raised the revision
+// (--bump-revision) serves the captured keys, with their own revisions, at the raised one.
+func (want *Captured) CheckAt(t *testing.T, dst *clientv3.Client, rev int64) int {
+	t.Helper()
 	c := ctx(t)
-	rev := want.Revision
 	got, err := dst.Get(c, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
 	ok(t, err)
 	if len(got.Kvs) != len(want.KVs) {

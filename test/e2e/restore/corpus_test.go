@@ -3,9 +3,12 @@
 package restore
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,7 +60,7 @@ func TestRestoreCorpus(t *testing.T) {
 	}})
 	rs := f.WaitRestoreSucceeded(t, ns, "copy", 8*time.Minute)
 	waitAuthOn(t, f, ns, "copy")
-	n := want.Check(t, f.EtcdClientAs(t, "root", password, framework.ClientEndpoint(ns, "copy")))
+	n := checkRaised(t, want, rs, f.EtcdClientAs(t, "root", password, framework.ClientEndpoint(ns, "copy")))
 	t.Logf("into a new name in %s: %d keys equal, verification %+v", rs.Status.Duration.Duration, n, *rs.Status.Verification)
 
 	// In place: the source is replaced by the backup.
@@ -67,6 +70,25 @@ func TestRestoreCorpus(t *testing.T) {
 	rs = f.WaitRestoreSucceeded(t, ns, "src", 8*time.Minute)
 	f.WaitClusterAvailable(t, ns, "src", 3, 2*time.Minute)
 	waitAuthOn(t, f, ns, "src")
-	n = want.Check(t, f.EtcdClientAs(t, "root", password, endpoint))
+	n = checkRaised(t, want, rs, f.EtcdClientAs(t, "root", password, endpoint))
 	t.Logf("in place in %s: %d keys equal, verification %+v", rs.Status.Duration.Duration, n, *rs.Status.Verification)
+}
+
+// checkRaised checks that the cluster rs restored serves the captured keyspace, with every key's
+// own revisions, at the revision the restore raised it to (revisionBump, default 1e9 above the
+// backup's), and that a read just after the backup's revision, as a client that saw newer
+// revisions before the restore makes, is told it is compacted.
+func checkRaised(t *testing.T, want *keyspace.Captured, rs *etcdv1beta2.EtcdRestore, cli *clientv3.Client) int {
+	t.Helper()
+	at := rs.Status.Verification.Revision
+	if at < want.Revision+etcdv1beta2.DefaultRevisionBump {
+		t.Fatalf("restored cluster verified at revision %d: not raised by %d above the backup's %d", at, int64(etcdv1beta2.DefaultRevisionBump), want.Revision)
+	}
+	n := want.CheckAt(t, cli, at)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Get(ctx, "x", clientv3.WithRev(want.Revision+1)); !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Fatalf("a read at revision %d, after the backup's: %v, want compacted", want.Revision+1, err)
+	}
+	return n
 }

@@ -5,6 +5,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -163,6 +165,11 @@ func TestKubernetesEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	late, err := kube.CoreV1().ConfigMaps(apps).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateRV := late.ResourceVersion // what a watcher had seen when the disaster struck
 
 	// Every member is lost (emptyDir: the data goes with the pods).
 	pods := &corev1.PodList{}
@@ -204,6 +211,28 @@ func TestKubernetesEtcd(t *testing.T) {
 		slices.Sort(got)
 		return slices.Equal(got, want), fmt.Errorf("%d ConfigMaps, want the backup's %d", len(got), len(want))
 	})
+	// A watcher that resumes from what it saw before the disaster is told to list again (410
+	// Gone): the restore raised the revision above anything it saw (revisionBump), so it neither
+	// waits for revisions it already saw nor misses the restored state.
+	if rs.Status.Verification.Revision <= backup.Status.EtcdRevision {
+		t.Fatalf("restored at revision %d, not above the backup's %d", rs.Status.Verification.Revision, backup.Status.EtcdRevision)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	w, err := kube.CoreV1().ConfigMaps(apps).Watch(wctx, metav1.ListOptions{ResourceVersion: lateRV})
+	switch {
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+	case err != nil:
+		t.Fatalf("watch from resourceVersion %s: %v, want 410 Gone", lateRV, err)
+	default:
+		ev, ok := <-w.ResultChan()
+		w.Stop()
+		st, isStatus := ev.Object.(*metav1.Status)
+		if !ok || ev.Type != watch.Error || !isStatus || st.Code != http.StatusGone {
+			t.Fatalf("watch from resourceVersion %s: first event %v %+v, want an error 410 Gone", lateRV, ev.Type, ev.Object)
+		}
+	}
+	wcancel()
+	t.Logf("a watch from the pre-disaster resourceVersion %s gets 410 Gone (restored at revision %d, backup %d)", lateRV, rs.Status.Verification.Revision, backup.Status.EtcdRevision)
 	events, err := kube.CoreV1().Events(apps).List(ctx, metav1.ListOptions{})
 	if err != nil || len(events.Items) != 50 {
 		t.Fatalf("restored events: %v, %d, want 50", err, len(events.Items))

@@ -93,6 +93,18 @@ type RestoreSpec struct {
 	// +optional
 	BackupScheduleRef *LocalObjectReference `json:"backupScheduleRef,omitempty"`
 
+	// revisionBump is how far the restored cluster's revision is raised above the backup's
+	// (etcdutl snapshot restore --bump-revision, with --mark-compacted): a client that saw a
+	// revision newer than the backup (a Kubernetes API server's watch cache, any etcd watcher)
+	// is told its revision is compacted and lists again, instead of silently missing the writes
+	// the backup lacks while it waits for revisions it has already seen. Unset: 1000000000, etcd's
+	// recommendation for Kubernetes. 0 restores the backup's revisions as they were (clients
+	// may then see revision numbers again that they saw before, with other data).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000000000
+	// +optional
+	RevisionBump *int64 `json:"revisionBump,omitempty"`
+
 	// ttlSecondsAfterFinished, for a restore into a scratch cluster (clusterTemplate set), deletes
 	// the restored EtcdCluster (and so its pods and volumes) this many seconds after the restore
 	// finished, successfully or not: a restore drill that cleans up after itself. The EtcdRestore
@@ -243,6 +255,10 @@ type RestoreVerification struct {
 	// +optional
 	Passed bool `json:"passed,omitempty"`
 }
+
+// DefaultRevisionBump is RestoreSpec.revisionBump when unset: etcd's recommendation for the
+// etcd of a Kubernetes cluster, far above the writes any cluster makes between two backups.
+const DefaultRevisionBump = 1_000_000_000
 
 // RestorePhase is a one-word summary of a restore for display.
 type RestorePhase string

@@ -1114,6 +1114,11 @@ func (in *RestoreSpec) DeepCopyInto(out *RestoreSpec) {
 		*out = new(LocalObjectReference)
 		**out = **in
 	}
+	if in.RevisionBump != nil {
+		in, out := &in.RevisionBump, &out.RevisionBump
+		*out = new(int64)
+		**out = **in
+	}
 	if in.TTLSecondsAfterFinished != nil {
 		in, out := &in.TTLSecondsAfterFinished, &out.TTLSecondsAfterFinished
 		*out = new(int32)
