@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
@@ -63,13 +62,7 @@ func TestTimedOutRestoreStopsItsSeed(t *testing.T) {
 	create(t, s.drill(ns, "slow", "slowc", "etcd.backup"))
 	pod := waitPod(t, ns, "slowc-0")
 
-	rs := getRestore(t, ns, "slow")
-	patch := client.MergeFrom(rs.DeepCopy())
-	long := metav1.NewTime(time.Now().Add(-2 * restoreTimeout(rs.Status.BackupSize)))
-	rs.Status.StartTime = &long
-	if err := k8s.Status().Patch(t.Context(), rs, patch); err != nil {
-		t.Fatal(err)
-	}
+	pastDeadline(t, ns, "slow")
 	waitCondition(t, ns, "slow", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonTimeout)
 	testutil.Eventually(t, testutil.Timeout, "seed pod stopped", func() (bool, string) {
 		p, err := getPod(t, ns, "slowc-0")
@@ -167,14 +160,8 @@ func TestTimedOutRestoreLeavesAFormedCluster(t *testing.T) {
 	seedRuns(t, pod, restoredOK) // runs etcd on the restored data; no member check answers
 	waitProgress(t, ns, "late", "seed member latec-0 does not answer yet")
 
-	rs := getRestore(t, ns, "late")
-	patch := client.MergeFrom(rs.DeepCopy())
-	long := metav1.NewTime(time.Now().Add(-2 * restoreTimeout(rs.Status.BackupSize)))
-	rs.Status.StartTime = &long
-	if err := k8s.Status().Patch(t.Context(), rs, patch); err != nil {
-		t.Fatal(err)
-	}
-	rs = waitCondition(t, ns, "late", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonTimeout)
+	pastDeadline(t, ns, "late")
+	rs := waitCondition(t, ns, "late", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonTimeout)
 	if !strings.Contains(rs.Status.Reason, "formed on the restored data (members latec-0 run etcd on it)") {
 		t.Errorf("failure %q does not say the cluster formed and was left running", rs.Status.Reason)
 	}

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -94,13 +92,7 @@ func TestRetryReusesTheSavedTemplate(t *testing.T) {
 	create(t, s.restore(ns, "first", "prod", "etcd.backup"))
 	checkPasses(t, ns, "first", restoredOK)
 	waitProgress(t, ns, "first", "waiting for the old EtcdCluster prod to be deleted")
-	rs := getRestore(t, ns, "first")
-	patch := client.MergeFrom(rs.DeepCopy())
-	long := metav1.NewTime(time.Now().Add(-2 * restoreTimeout(rs.Status.BackupSize)))
-	rs.Status.StartTime = &long
-	if err := k8s.Status().Patch(t.Context(), rs, patch); err != nil {
-		t.Fatal(err)
-	}
+	pastDeadline(t, ns, "first")
 	waitCondition(t, ns, "first", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonTimeout)
 	// The old cluster's deletion completes at last (the garbage collector's part, played).
 	c, err := getCluster(t, ns, "prod")

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,4 +120,16 @@ func waitProgress(t *testing.T, ns, name, want string) {
 		}
 		return strings.Contains(c.Message, want), c.Message
 	})
+}
+
+// pastDeadline moves restore name's start back by twice its deadline: its next pass times out.
+func pastDeadline(t *testing.T, ns, name string) {
+	t.Helper()
+	rs := getRestore(t, ns, name)
+	patch := client.MergeFrom(rs.DeepCopy())
+	long := metav1.NewTime(time.Now().Add(-2 * restoreTimeout(rs.Status.BackupSize)))
+	rs.Status.StartTime = &long
+	if err := k8s.Status().Patch(t.Context(), rs, patch); err != nil {
+		t.Fatal(err)
+	}
 }

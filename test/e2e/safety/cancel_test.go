@@ -82,14 +82,7 @@ func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("deleting EtcdRestore cancelled in phase %s, retaining %v", rs.Status.Phase, rs.Status.RetainedVolumes)
-	if err := f.Client.Delete(t.Context(), rs, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, time.Minute, "EtcdRestore cancelled gone", func(ctx context.Context) (bool, error) {
-		_, err := f.GetRestore(ctx, ns, "cancelled")
-		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("still there: %v", err)
-	})
-	time.Sleep(10 * time.Second) // let the garbage collector act on anything it would delete
+	deleteRestore(t, f, rs, metav1.DeletePropagationBackground)
 	keptVolumes(t, f, old)
 
 	// The backup is still there to restore from.

@@ -227,14 +227,7 @@ func TestInPlaceRestoreIsOwnedByTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Client.Delete(t.Context(), rs, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, time.Minute, "EtcdRestore first gone", func(ctx context.Context) (bool, error) {
-		_, err := f.GetRestore(ctx, ns, "first")
-		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("still there: %v", err)
-	})
-	time.Sleep(5 * time.Second) // let the garbage collector act on anything it would delete
+	deleteRestore(t, f, rs, metav1.DeletePropagationForeground)
 	for _, o := range members {
 		now := o.DeepCopyObject().(client.Object)
 		if err := f.Client.Get(t.Context(), client.ObjectKeyFromObject(o), now); err != nil || now.GetUID() != o.GetUID() || now.GetDeletionTimestamp() != nil {
@@ -309,4 +302,18 @@ func TestEmptyClusterBackupRestores(t *testing.T) {
 
 func clientWithFromKeyCountOnly() []clientv3.OpOption {
 	return []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithCountOnly()}
+}
+
+// deleteRestore deletes rs with propagation, waits until it is gone, then gives the garbage
+// collector time to act on anything it would delete with it.
+func deleteRestore(t *testing.T, f *framework.Framework, rs *etcdv1beta2.EtcdRestore, propagation metav1.DeletionPropagation) {
+	t.Helper()
+	if err := f.Client.Delete(t.Context(), rs, client.PropagationPolicy(propagation)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, "EtcdRestore "+rs.Name+" gone", func(ctx context.Context) (bool, error) {
+		_, err := f.GetRestore(ctx, rs.Namespace, rs.Name)
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("still there: %v", err)
+	})
+	time.Sleep(10 * time.Second)
 }
