@@ -84,11 +84,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 	}
 
 	// Replace: the active backup is deleted and the due run starts.
-	s = getSchedule(t, ns, "slow")
-	s.Spec.ConcurrencyPolicy = etcdv1beta2.ReplaceConcurrent
-	if err := k8s.Update(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	updateSchedule(t, ns, "slow", func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.ConcurrencyPolicy = etcdv1beta2.ReplaceConcurrent })
 	testutil.Eventually(t, 20*time.Second, "Replace to swap the backups", func() (bool, string) {
 		s = getSchedule(t, ns, "slow")
 		return exists(t, ns, BackupName("slow", run2)) && !exists(t, ns, BackupName("slow", run1)), fmt.Sprintf("run1 %t run2 %t status %+v", exists(t, ns, BackupName("slow", run1)), exists(t, ns, BackupName("slow", run2)), s.Status)

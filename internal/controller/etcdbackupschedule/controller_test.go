@@ -148,11 +148,7 @@ func TestScheduleRunsHistoryRetention(t *testing.T) {
 	}
 
 	// Editing the schedule takes effect on the next pass.
-	s = getSchedule(t, ns, "hourly")
-	s.Spec.Schedule = "*/15 * * * *"
-	if err := k8s.Update(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	updateSchedule(t, ns, "hourly", func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.Schedule = "*/15 * * * *" })
 	now := clock.Now()
 	want := now.Truncate(15 * time.Minute).Add(15 * time.Minute)
 	testutil.Eventually(t, 10*time.Second, "nextScheduleTime of the edited schedule", func() (bool, string) {
@@ -198,11 +194,7 @@ func TestScheduleSuspend(t *testing.T) {
 	})
 	advance(t, ns, "paused", clock.Now().Add(3*time.Hour))
 	testutil.Consistently(t, time.Second, "no backups from a suspended schedule", noBackups(t, ns))
-	s = getSchedule(t, ns, "paused")
-	s.Spec.Suspend = ptr.To(false)
-	if err := k8s.Update(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
+	updateSchedule(t, ns, "paused", func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.Suspend = ptr.To(false) })
 	testutil.Eventually(t, 10*time.Second, "Ready after resume", func() (bool, string) {
 		s = getSchedule(t, ns, "paused")
 		return readyReason(s) == "True/AsExpected" && s.Status.NextScheduleTime != nil, readyReason(s)
