@@ -10,9 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -25,11 +25,17 @@ import (
 // take those volumes with it: they are the old cluster's only data until a restore is
 // verified. A new restore of the same backup then succeeds, and still leaves them alone.
 //
-// The restore is held in Seeding by a ResourceQuota of zero pods, created once the backup was
-// proven restorable: the new members cannot be created, and the restore retries.
+// The restore is held in Seeding by the cluster's StorageClass, deleted before the restore: the
+// old volume stays bound, the restorable check runs on a scratch emptyDir, and the new members'
+// volumes stay Pending. (A ResourceQuota of zero pods made after the check raced with the
+// replacement's own preflight, which then refused the restore, correctly, before it changed
+// anything.)
 func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 	f, ns, bucket := setup(t, "safety-cancel")
-	f.Create(t, newCluster(ns, "demo", true))
+	class := hostPathClass(t, f, "e2e-"+ns)
+	c := newCluster(ns, "demo", true)
+	c.Spec.Pod.PersistentVolumeClaimSpec.StorageClassName = &class.Name
+	f.Create(t, c)
 	f.WaitClusterAvailable(t, ns, "demo", 1, 3*time.Minute)
 	framework.PutDataset(t, f.EtcdClient(t, framework.ClientEndpoint(ns, "demo")), "/demo/", 0, keys)
 	backup := oneShotBackup(t, f, bucket, ns, "demo", "demo/etcd.backup")
@@ -47,29 +53,17 @@ func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 			},
 		})
 	}
-	restore("cancelled")
-	framework.Eventually(t, 3*time.Minute, "the backup proven restorable", func(ctx context.Context) (bool, error) {
-		rs, err := f.GetRestore(ctx, ns, "cancelled")
-		if err != nil {
-			return false, err
-		}
-		if rs.Status.Phase == etcdv1beta2.RestorePhaseFailed {
-			t.Fatalf("restore failed: %s", rs.Status.Reason)
-		}
-		return meta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionBackupRestorable), fmt.Errorf("phase %s", rs.Status.Phase)
-	})
-	noPods := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-pods"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	if err := f.Client.Delete(t.Context(), class.DeepCopy()); err != nil {
+		t.Fatal(err)
 	}
-	f.Create(t, noPods)
+	restore("cancelled")
 	framework.Eventually(t, 3*time.Minute, "the old cluster replaced and its volumes retained", func(ctx context.Context) (bool, error) {
 		rs, err := f.GetRestore(ctx, ns, "cancelled")
 		if err != nil {
 			return false, err
 		}
-		if rs.Status.Succeeded {
-			t.Fatal("the restore succeeded before it could be cancelled")
+		if rs.Status.Phase == etcdv1beta2.RestorePhaseFailed || rs.Status.Succeeded {
+			t.Fatalf("the restore finished before it could be cancelled: %s %s", rs.Status.Phase, rs.Status.Reason)
 		}
 		c, err := f.GetCluster(ctx, ns, "demo")
 		replaced := err == nil && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil
@@ -86,9 +80,7 @@ func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 	keptVolumes(t, f, old)
 
 	// The backup is still there to restore from.
-	if err := f.Client.Delete(t.Context(), noPods); err != nil {
-		t.Fatal(err)
-	}
+	f.Create(t, class.DeepCopy())
 	restore("retry")
 	rs = f.WaitRestoreSucceeded(t, ns, "retry", 5*time.Minute)
 	t.Logf("restore after the cancelled one: RTO %s", rs.Status.Duration.Duration)
@@ -120,4 +112,19 @@ func keptVolumes(t *testing.T, f *framework.Framework, want []corev1.PersistentV
 			t.Fatalf("volume %s is owned by EtcdRestore %s: deleting that record deletes it", now.Name, now.OwnerReferences[i].Name)
 		}
 	}
+}
+
+// hostPathClass creates a StorageClass name like the local cluster's default (the host-path
+// provisioner, immediate binding), deleted at the end of the test.
+func hostPathClass(t *testing.T, f *framework.Framework, name string) *storagev1.StorageClass {
+	t.Helper()
+	class := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: name},
+		Provisioner:       "kubernetes.io/host-path",
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	f.Create(t, class.DeepCopy())
+	t.Cleanup(func() { _ = f.Client.Delete(context.Background(), class.DeepCopy()) })
+	return class
 }
