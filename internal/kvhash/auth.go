@@ -2,7 +2,6 @@ package kvhash
 
 import (
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/authpb"
@@ -25,9 +24,9 @@ type AuthStore struct {
 
 // Auth reads the auth store of the bbolt data file at path, read-only.
 func Auth(path string) (*AuthStore, error) {
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	db, err := openReadOnly(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening etcd data file %s: %w", path, err)
+		return nil, err
 	}
 	defer db.Close()
 	st := &AuthStore{Users: map[string]*authpb.User{}}

@@ -80,9 +80,9 @@ type Options struct {
 // File computes the Result of the bbolt data file at path for rev (0: its current revision).
 // The file is opened read-only and never changed.
 func File(path string, rev int64, opts Options) (*Result, error) {
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	db, err := openReadOnly(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening etcd data file %s: %w", path, err)
+		return nil, err
 	}
 	defer db.Close()
 	var res *Result
@@ -258,4 +258,13 @@ func userKey(b []byte) ([]byte, error) {
 		b = b[n:]
 	}
 	return nil, errors.New("a key-value without a key")
+}
+
+// openReadOnly opens the etcd data file at path read-only: it is never changed.
+func openReadOnly(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("opening etcd data file %s: %w", path, err)
+	}
+	return db, nil
 }

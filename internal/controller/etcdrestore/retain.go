@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,11 +38,7 @@ func (r *Reconciler) retainVolumes(ctx context.Context, rs *etcdv1beta2.EtcdRest
 		if !controlledBy(pvc, old.UID) || pvc.DeletionTimestamp != nil {
 			continue
 		}
-		before := pvc.DeepCopy()
-		pvc.OwnerReferences = slices.DeleteFunc(pvc.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == old.UID })
-		markRetained(pvc, rs)
-		// Optimistic lock: a volume that changed since it was read is looked at again.
-		if err := r.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.markRetained(ctx, pvc, rs, old.UID); err != nil {
 			return fmt.Errorf("retaining volume %s of EtcdCluster %s: %w", pvc.Name, old.Name, err)
 		}
 		r.Recorder.Eventf(pvc, corev1.EventTypeNormal, "Retained", "EtcdRestore %s replaces EtcdCluster %s: this volume is kept, with no owner, until the restored cluster is verified; if the restore fails or is deleted first, it stays", rs.Name, old.Name)
@@ -49,13 +46,18 @@ func (r *Reconciler) retainVolumes(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	return r.recordRetained(ctx, rs)
 }
 
-// markRetained annotates pvc as retained by rs.
-func markRetained(pvc *corev1.PersistentVolumeClaim, rs *etcdv1beta2.EtcdRestore) {
+// markRetained takes the owner reference to drop (the replaced cluster's, or the previous
+// release's to rs) off pvc and annotates it as retained by rs, with an optimistic lock: a volume
+// that changed since it was read is looked at again.
+func (r *Reconciler) markRetained(ctx context.Context, pvc *corev1.PersistentVolumeClaim, rs *etcdv1beta2.EtcdRestore, drop types.UID) error {
+	before := pvc.DeepCopy()
+	pvc.OwnerReferences = slices.DeleteFunc(pvc.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == drop })
 	if pvc.Annotations == nil {
 		pvc.Annotations = map[string]string{}
 	}
 	pvc.Annotations[AnnotationRetainedBy] = rs.Name
 	pvc.Annotations[AnnotationRestoreUID] = string(rs.UID)
+	return r.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // retainedBy reports whether rs retains pvc: annotated with its name and UID, or, as the
@@ -100,10 +102,7 @@ func (r *Reconciler) disownRetained(ctx context.Context, rs *etcdv1beta2.EtcdRes
 		if !ownedBy(pvc, rs.UID) || pvc.DeletionTimestamp != nil {
 			continue
 		}
-		before := pvc.DeepCopy()
-		pvc.OwnerReferences = slices.DeleteFunc(pvc.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == rs.UID })
-		markRetained(pvc, rs)
-		if err := r.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.markRetained(ctx, pvc, rs, rs.UID); err != nil {
 			return fmt.Errorf("taking EtcdRestore %s's owner reference off retained volume %s: %w", rs.Name, pvc.Name, err)
 		}
 	}
