@@ -1,10 +1,13 @@
 package helmchart
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +41,17 @@ func TestHelmUpgradeUpgradesCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The kube-apiserver's log is kept for a failure's message: the CRD finalizer that deletes
+	// the custom resources runs in the apiserver.
+	apiLog := &lockedBuffer{}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiLog, Err: apiLog}
+	env.ControlPlane.APIServer.Configure().Append("v", "2")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kube-apiserver log (CRD lines):\n%s", apiLog.grep("customresource", "finalizer", "crd"))
+		}
+	})
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +77,7 @@ func TestHelmUpgradeUpgradesCRDs(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		if out, err := runHelm(t, kubeconfig, args...); err != nil {
-			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatalf("helm %s: %v\n%s\nCRDs: %s", strings.Join(args, " "), err, out, crdConditions(c))
 		}
 		t.Logf("helm %s: %s", args[0], time.Since(start).Round(100*time.Millisecond))
 	}
@@ -112,8 +125,29 @@ func TestHelmUpgradeUpgradesCRDs(t *testing.T) {
 
 	// 4. crds.keep=false: uninstall deletes the CRDs and every custom resource.
 	mustHelm("install", "eo2", chartDir, "--namespace", "ops", image, "--set", "crds.keep=false", "--take-ownership")
+	waitServedFromCache(t, c)
 	mustHelm("uninstall", "eo2", "--namespace", "ops", "--wait")
 	waitCRDs(t, c, false)
+}
+
+// waitServedFromCache waits until the kube-apiserver serves every kind of the project from its
+// watch cache, as it does where the operators run (their informers list every kind). Without
+// this, deleting a CRD whose custom resources nothing has read makes the apiserver's CRD
+// finalizer create that kind's storage, fail with "storage is (re)initializing" and retry with
+// exponential backoff: a CI run's `helm uninstall --wait` waited 3 minutes for it.
+func waitServedFromCache(t *testing.T, c client.Client) {
+	t.Helper()
+	lists := []client.ObjectList{&etcdv1beta2.EtcdClusterList{}, &etcdv1beta2.EtcdBackupList{},
+		&etcdv1beta2.EtcdBackupScheduleList{}, &etcdv1beta2.EtcdRestoreList{}}
+	for _, l := range lists {
+		// ResourceVersion "0" is served by the watch cache only, and refused until it is ready.
+		err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return c.List(ctx, l, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}) == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("listing %T from the watch cache: %v", l, err)
+		}
+	}
 }
 
 // createBackup creates an EtcdBackup to S3 with s3.endpointCA set and returns the endpointCA
@@ -166,4 +200,49 @@ func waitCRDs(t *testing.T, c client.Client, present bool) {
 	if err != nil {
 		t.Fatalf("CRDs present=%v: %v", present, err)
 	}
+}
+
+// crdConditions describes the project's CRDs and their conditions, for a failure's message (a
+// CRD that is not deleted says why in its Terminating condition).
+func crdConditions(c client.Client) string {
+	var list apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(context.Background(), &list); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, crd := range list.Items {
+		fmt.Fprintf(&b, "\n  %s deleted=%v finalizers=%v", crd.Name, crd.DeletionTimestamp != nil, crd.Finalizers)
+		for _, cond := range crd.Status.Conditions {
+			fmt.Fprintf(&b, "\n    %s=%s %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	return b.String()
+}
+
+// lockedBuffer is an io.Writer safe for the apiserver's two streams.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// grep returns the lines that contain any of words (case-insensitive), at most the last 200.
+func (b *lockedBuffer) grep(words ...string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var lines []string
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		for _, w := range words {
+			if strings.Contains(strings.ToLower(l), w) {
+				lines = append(lines, l)
+				break
+			}
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-200):], "\n")
 }
