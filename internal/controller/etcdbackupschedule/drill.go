@@ -2,11 +2,7 @@ package etcdbackupschedule
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubename"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -36,24 +33,11 @@ const (
 // at most 63 characters) and the member pods and their hostnames <name>-<n>.
 const maxDrillName = 40
 
-var notDNS1035 = regexp.MustCompile(`[^a-z0-9-]+`)
-
 // DrillName is the deterministic name of the drill for the run at t, and of its scratch
 // cluster: <schedule>-drill-<unix minutes of t>, a DNS-1035 label of at most 40 characters
 // (a long or non-DNS-1035 schedule name is shortened and suffixed with a hash of it).
 func DrillName(schedule string, t time.Time) string {
-	suffix := fmt.Sprintf("-drill-%d", t.Unix()/60)
-	base := strings.Trim(notDNS1035.ReplaceAllString(strings.ToLower(schedule), "-"), "-")
-	if base == "" || base[0] < 'a' || base[0] > 'z' {
-		base = "s" + base
-	}
-	if base != schedule || len(base)+len(suffix) > maxDrillName {
-		sum := sha256.Sum256([]byte(schedule))
-		h := hex.EncodeToString(sum[:])[:5]
-		keep := min(len(base), maxDrillName-len(suffix)-len(h)-1)
-		base = strings.TrimRight(base[:keep], "-") + "-" + h
-	}
-	return base + suffix
+	return kubename.Fit(schedule, fmt.Sprintf("-drill-%d", t.Unix()/60), maxDrillName)
 }
 
 // drillTemplate is the EtcdCluster the scratch clusters copy: restoreDrill.clusterTemplate, or

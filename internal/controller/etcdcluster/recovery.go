@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubename"
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -78,7 +80,7 @@ func (r *Reconciler) recover(ctx context.Context, c *etcdv1beta2.EtcdCluster, ob
 	rs := &etcdv1beta2.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: c.Namespace,
-			Name:      fmt.Sprintf("%s-recovery-%s", c.Name, r.Clock.Now().UTC().Format("20060102150405")),
+			Name:      recoveryName(c.Name, r.Clock.Now()),
 			Labels:    map[string]string{etcdv1beta2.LabelRecoveryOf: c.Name, etcdv1beta2.LabelRecoveryOfUID: string(c.UID)},
 			Annotations: map[string]string{
 				etcdv1beta2.AnnotationQuorumLostAt: lostSince.UTC().Format(time.RFC3339),
@@ -98,6 +100,14 @@ func (r *Reconciler) recover(ctx context.Context, c *etcdv1beta2.EtcdCluster, ob
 		lostSince.UTC().Format(time.RFC3339), sched.Name, sched.Status.LastSuccessfulTime.UTC().Format(time.RFC3339), rpo, c.Status.LastRevision, rs.Name)
 	r.event(c, corev1.EventTypeWarning, "AutomaticRecovery", msg)
 	return requeueQuorumLost, msg, nil
+}
+
+// recoveryName is the name of the EtcdRestore of an automatic recovery of cluster at t:
+// <cluster>-recovery-<UTC time, 14 digits>, one per attempt. The restore operator puts it in
+// a label (etcd.database.coreos.com/restore) on the pods it makes, so it must be at most 63
+// characters: a cluster name of more than 39 is shortened and suffixed with a hash of it.
+func recoveryName(cluster string, t time.Time) string {
+	return kubename.Fit(cluster, "-recovery-"+t.UTC().Format("20060102150405"), validation.LabelValueMaxLength)
 }
 
 // recordRecovery fills status.lastRecovery of a cluster seeded by an automatic recovery's

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,4 +154,36 @@ func TestRecoveryRecorded(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// TestRecoveryName: the EtcdRestore of an automatic recovery has a name that fits the label
+// values it becomes (the restore's pods carry it), also for the longest cluster names (56
+// characters), one name per attempt, the same name for the same attempt.
+func TestRecoveryName(t *testing.T) {
+	at := time.Date(2026, 11, 27, 1, 2, 3, 0, time.UTC)
+	for _, cluster := range []string{"c", "example-etcd-cluster", "a" + strings.Repeat("b", 38), "a" + strings.Repeat("b", 39), "a" + strings.Repeat("b", 55)} {
+		name := recoveryName(cluster, at)
+		if errs := validation.IsValidLabelValue(name); len(errs) > 0 {
+			t.Errorf("recoveryName(%q) = %q (%d characters): %v", cluster, name, len(name), errs)
+		}
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Errorf("recoveryName(%q) = %q: %v", cluster, name, errs)
+		}
+		if !strings.HasSuffix(name, "-recovery-20261127010203") {
+			t.Errorf("recoveryName(%q) = %q, want the time of the attempt at the end", cluster, name)
+		}
+		if again := recoveryName(cluster, at); again != name {
+			t.Errorf("recoveryName(%q) gave %q, then %q", cluster, name, again)
+		}
+		if next := recoveryName(cluster, at.Add(time.Second)); next == name {
+			t.Errorf("recoveryName(%q) gave %q for two attempts", cluster, name)
+		}
+	}
+	if got := recoveryName("c", at); got != "c-recovery-20261127010203" {
+		t.Errorf("recoveryName(c) = %q, want c-recovery-20261127010203 (a short name is kept as it is)", got)
+	}
+	long := "a" + strings.Repeat("b", 54)
+	if a, b := recoveryName(long+"x", at), recoveryName(long+"y", at); a == b {
+		t.Errorf("two clusters share the recovery name %q", a)
+	}
 }
