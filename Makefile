@@ -24,8 +24,12 @@ help: ## Show this help.
 
 ##@ Development
 .PHONY: generate
+# gotypesalias=0: controller-gen's deepcopy generator fails on the type alias LabelValue
+# (map[string]LabelValue, "invalid map value type"); with aliases resolved it sees
+# map[string]string and writes the same code. The CRD generator needs the alias (its markers
+# are the schema of the map values), so only this call sets it.
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
+	GODEBUG=gotypesalias=0 $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into manifests/ (and the copy embedded in the binaries).

@@ -13,9 +13,12 @@ import (
 //   - a cron that never fires (0 0 31 2 *) and unknown time zones that pass the pattern: the
 //     schedule controller's InvalidSchedule and InvalidTimeZone conditions, without requeue
 //     (TestScheduleInvalid, TestDrillInvalid in internal/controller/etcdbackupschedule);
-//   - label key and value syntax beyond their length: a regex over every key and value of an
-//     unbounded map exceeds the CRD's CEL cost budget (26x); the apiserver refuses the member pod
-//     and the cluster is Degraded with its message.
+//   - the syntax of strings inside the corev1 types of spec.pod (toleration keys and values,
+//     env names, sysctl names, match expressions): their schema has no maxLength, and a regex
+//     over every item of such a list exceeds the CRD's CEL cost budget; the apiserver refuses
+//     the member pod and the cluster is Degraded with its message. Label, node selector and
+//     annotation keys and values are checked (pod_test.go): map keys cost little to CEL, and
+//     the values of labels and nodeSelector have a schema of their own (LabelValue).
 
 // named returns manifest with metadata.name replaced.
 func named(manifest, name string) string {
@@ -54,6 +57,9 @@ func TestHostileEtcdCluster(t *testing.T) {
 		{name: "TLS auto renewBefore beyond validity", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 1h, renewBefore: 2h}"), want: "renewBefore must be shorter"},
 		{name: "TLS auto not a duration", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: soon}"), want: "validity"},
 		{name: "TLS auto is fine", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 2160h, renewBefore: 720h}")},
+		{name: "TLS auto validity in days", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 90d}"), want: "TLS.auto.validity must be a Go duration"},
+		{name: "TLS auto renewBefore with a space", manifest: cluster("size: 3\n  TLS:\n    auto: {renewBefore: 30 m}"), want: "TLS.auto.renewBefore must be a Go duration"},
+		{name: "TLS auto durations as Go writes them are fine", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 2160h0m0s, renewBefore: .5h}")},
 		{name: "TLS auto from cert-manager", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca, kind: ClusterIssuer}}")},
 		{name: "TLS auto from cert-manager, validity under cert-manager's minimum", manifest: cluster("size: 3\n  TLS:\n    auto: {validity: 30m, issuerRef: {name: ca}}"), want: "at least 1h with an issuerRef"},
 		{name: "TLS auto issuer without a name", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {kind: Issuer}}"), want: "spec.TLS.auto.issuerRef.name"},
@@ -67,7 +73,7 @@ func TestHostileEtcdCluster(t *testing.T) {
 		{name: "memory request above limit", manifest: cluster("size: 3\n  pod:\n    resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}"), want: "resources.requests must not exceed resources.limits"},
 		{name: "request equal to limit is fine", manifest: cluster("size: 3\n  pod:\n    resources: {requests: {memory: 1Gi, cpu: \"1\"}, limits: {memory: 1024Mi, cpu: 1000m}}")},
 		// Labels (their length; see the file comment for their syntax).
-		{name: "label value of 64 characters", manifest: cluster("size: 3\n  pod:\n    labels: {team: " + strings.Repeat("v", 64) + "}"), want: "pod labels must be valid labels"},
+		{name: "label value of 64 characters", manifest: cluster("size: 3\n  pod:\n    labels: {team: " + strings.Repeat("v", 64) + "}"), want: "spec.pod.labels.team: Too long"},
 		{name: "label key name of 318 characters", manifest: cluster("size: 3\n  pod:\n    labels: {" + strings.Repeat("k", 318) + ": v}"), want: "pod labels must be valid labels"},
 		// Durations.
 		{name: "DNS timeout of more than an hour", manifest: cluster("size: 3\n  pod:\n    DNSTimeoutInSecond: 3601"), want: "DNSTimeoutInSecond"},

@@ -1,6 +1,9 @@
 package crdvalidation
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestMaintenanceAdmission: spec.maintenance (quota, auto-compaction, defragmentation) is
 // checked at admission, including the etcd flag/variable conflicts that would make etcd exit.
@@ -19,6 +22,25 @@ func TestMaintenanceAdmission(t *testing.T) {
 		{name: "unknown compaction mode", manifest: m("    autoCompaction: {mode: Hourly}"), want: "spec.maintenance.autoCompaction.mode"},
 		{name: "revision retention not a number", manifest: m("    autoCompaction: {mode: Revision, retention: 1h}"), want: "retention must be a number of revisions"},
 		{name: "periodic retention not a duration", manifest: m("    autoCompaction: {mode: Periodic, retention: \"100\"}"), want: "retention must be a duration"},
+		// Defragmentation schedule: the rules of an EtcdBackupSchedule's schedule (plus the
+		// CRON_TZ= prefix and @every that the defragmentation's parser has always taken).
+		{name: "defragmentation schedule not cron", manifest: m(`    defragmentation: {schedule: "every sunday"}`), want: "defragmentation.schedule must be a 5-field cron expression"},
+		{name: "defragmentation schedule of six fields", manifest: m(`    defragmentation: {schedule: "0 0 3 * * 0"}`), want: "defragmentation.schedule must be a 5-field cron expression"},
+		{name: "defragmentation schedule with @every and no duration", manifest: m(`    defragmentation: {schedule: "@every day"}`), want: "defragmentation.schedule must be a 5-field cron expression"},
+		{name: "defragmentation minute 60", manifest: m(`    defragmentation: {schedule: "60 3 * * 0"}`), want: "defragmentation.schedule has a field out of range or a zero step"},
+		{name: "defragmentation day of week 7", manifest: m(`    defragmentation: {schedule: "0 3 * * 7"}`), want: "defragmentation.schedule has a field out of range"},
+		{name: "defragmentation zero step", manifest: m(`    defragmentation: {schedule: "*/0 * * * *"}`), want: "defragmentation.schedule has a field out of range or a zero step"},
+		{name: "defragmentation hour 24 after a time zone", manifest: m(`    defragmentation: {schedule: "CRON_TZ=Europe/Berlin 0 24 * * *"}`), want: "defragmentation.schedule has a field out of range"},
+		{name: "defragmentation names, lists, ranges and steps are fine", manifest: m(`    defragmentation: {schedule: "0,30 */2 1-15/7 jan-jun MON-FRI"}`)},
+		{name: "defragmentation descriptor is fine", manifest: m(`    defragmentation: {schedule: "@weekly"}`)},
+		{name: "defragmentation with a time zone is fine", manifest: m(`    defragmentation: {schedule: "CRON_TZ=Europe/Berlin 0 3 * * 0"}`)},
+		{name: "defragmentation @every is fine", manifest: m(`    defragmentation: {schedule: "@every 24h"}`)},
+		{name: "defragmentation without schedule is fine", manifest: m(`    defragmentation: {schedule: ""}`)},
+		{name: "periodic retention of 0", manifest: m("    autoCompaction: {mode: Periodic, retention: 0s}"), want: "autoCompaction.retention must be longer than 0 when mode is Periodic"},
+		{name: "periodic retention of 0 minutes", manifest: m("    autoCompaction: {retention: 0m}"), want: "autoCompaction.retention must be longer than 0"},
+		{name: "periodic retention of a second is fine", manifest: m("    autoCompaction: {retention: 1s}")},
+		{name: "negative minFreeBytes", manifest: m("    defragmentation: {minFreeBytes: -64Mi}"), want: "defragmentation.minFreeBytes must not be negative"},
+		{name: "minFreeBytes of 0 is fine", manifest: m(`    defragmentation: {minFreeBytes: "0"}`)},
 		{name: "fragmentedPercent above 100", manifest: m("    defragmentation: {fragmentedPercent: 101}"), want: "fragmentedPercent"},
 		{name: "negative fragmentedPercent", manifest: m("    defragmentation: {fragmentedPercent: -1}"), want: "fragmentedPercent"},
 		{name: "quota flag and variable", manifest: cluster(`size: 3
@@ -63,5 +85,9 @@ func TestRecoveryAdmission(t *testing.T) {
       resources: {requests: {storage: 1Gi}}`), want: "recovery is for clusters without volumes"},
 		{name: "recovery too soon", manifest: cluster("size: 3\n  recovery: {backupScheduleName: nightly, afterSeconds: 5}"), want: "afterSeconds"},
 		{name: "recovery without a schedule", manifest: cluster("size: 3\n  recovery: {afterSeconds: 60}"), want: "backupScheduleName"},
+		{name: "recovery from a schedule with upper case", manifest: cluster("size: 3\n  recovery: {backupScheduleName: Nightly}"), want: "spec.recovery.backupScheduleName"},
+		{name: "recovery from a schedule with a slash", manifest: cluster("size: 3\n  recovery: {backupScheduleName: other/nightly}"), want: "spec.recovery.backupScheduleName"},
+		{name: "recovery from a schedule name of 64 characters", manifest: cluster("size: 3\n  recovery: {backupScheduleName: n" + strings.Repeat("x", 63) + "}"), want: "spec.recovery.backupScheduleName: Too long"},
+		{name: "recovery from a schedule name of 63 characters with dots is fine", manifest: cluster("size: 3\n  recovery: {backupScheduleName: prod.n" + strings.Repeat("x", 57) + "}")},
 	})
 }

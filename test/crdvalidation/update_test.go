@@ -24,6 +24,24 @@ func set(value any, fields ...string) func(*testing.T, *unstructured.Unstructure
 	}
 }
 
+func unset(fields ...string) func(*testing.T, *unstructured.Unstructured) {
+	return func(_ *testing.T, obj *unstructured.Unstructured) {
+		unstructured.RemoveNestedField(obj.Object, fields...)
+	}
+}
+
+// both applies two mutations in one update.
+func both(a, b func(*testing.T, *unstructured.Unstructured)) func(*testing.T, *unstructured.Unstructured) {
+	return func(t *testing.T, obj *unstructured.Unstructured) {
+		t.Helper()
+		a(t, obj)
+		b(t, obj)
+	}
+}
+
+// withVolumes is a cluster whose members keep their data on volumes.
+const withVolumes = "size: 3\n  pod:\n    persistentVolumeClaimSpec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}"
+
 func TestUpdateRules(t *testing.T) {
 	cases := []updateCase{
 		{name: "scale a cluster", manifest: coreosCluster, mutate: set(int64(5), "spec", "size")},
@@ -43,6 +61,13 @@ func TestUpdateRules(t *testing.T) {
 			mutate: set(map[string]any{}, "spec", "TLS", "auto"), want: "TLS.auto.issuerRef cannot be added or removed"},
 		{name: "change the issuer", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca}}"),
 			mutate: set("other-ca", "spec", "TLS", "auto", "issuerRef", "name"), want: "TLS.auto.issuerRef is immutable"},
+		{name: "add recovery in the update that removes the volumes", manifest: cluster(withVolumes),
+			mutate: both(unset("spec", "pod", "persistentVolumeClaimSpec"), set(map[string]any{"backupScheduleName": "nightly"}, "spec", "recovery")),
+			want:   "recovery cannot be set in the update that removes pod.persistentVolumeClaimSpec"},
+		{name: "remove the volumes alone", manifest: cluster(withVolumes), mutate: unset("spec", "pod", "persistentVolumeClaimSpec")},
+		{name: "add recovery to a cluster without volumes", manifest: coreosCluster, mutate: set(map[string]any{"backupScheduleName": "nightly"}, "spec", "recovery")},
+		{name: "drop recovery and add volumes in one update", manifest: cluster("size: 3\n  recovery: {backupScheduleName: nightly}"),
+			mutate: both(unset("spec", "recovery"), set(map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}, "spec", "pod", "persistentVolumeClaimSpec"))},
 		{name: "renew cert-manager certificates sooner", manifest: cluster("size: 3\n  TLS:\n    auto: {issuerRef: {name: ca}}"),
 			mutate: set("720h", "spec", "TLS", "auto", "renewBefore")},
 	}

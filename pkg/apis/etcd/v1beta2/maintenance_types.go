@@ -12,6 +12,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.autoCompaction) || !has(self.autoCompaction.retention) || self.autoCompaction.mode != 'Revision' || self.autoCompaction.retention.matches('^[1-9][0-9]{0,9}$')",message="autoCompaction.retention must be a number of revisions (1 to 9999999999) when mode is Revision"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoCompaction) || !has(self.autoCompaction.retention) || self.autoCompaction.mode == 'Revision' || self.autoCompaction.retention.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$')",message="autoCompaction.retention must be a duration such as 30m or 1h when mode is Periodic"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompaction) || !has(self.autoCompaction.retention) || self.autoCompaction.mode == 'Revision' || !self.autoCompaction.retention.matches('^([0-9]+([.][0-9]+)?(h|m|s))+$') || duration(self.autoCompaction.retention) > duration('0s')",message="autoCompaction.retention must be longer than 0 when mode is Periodic (0 turns compaction off: list ETCD_AUTO_COMPACTION_RETENTION=0 in pod.etcdEnv for that)"
 type MaintenanceSpec struct {
 	// quotaBackendBytes is etcd's --quota-backend-bytes: the size of the database file at which
 	// etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: etcd's
@@ -84,8 +85,13 @@ type AutoCompactionSpec struct {
 // DefragmentationSpec says when members are defragmented.
 type DefragmentationSpec struct {
 	// schedule is a cron expression (five fields, UTC) at which every member is defragmented,
-	// one at a time: e.g. "0 3 * * 0" for Sundays at 03:00. Empty: no scheduled round.
+	// one at a time: e.g. "0 3 * * 0" for Sundays at 03:00, or a descriptor such as @weekly.
+	// Checked at admission as an EtcdBackupSchedule's schedule is (five fields, each in range);
+	// also accepted, as before: a CRON_TZ=<zone> prefix and @every <duration>. Empty: no
+	// scheduled round.
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^((CRON_)?TZ=[A-Za-z0-9_+/-]+ +)?(@every ([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+|@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$')",message="defragmentation.schedule must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. 0 3 * * 0) or one of @yearly, @monthly, @weekly, @daily, @hourly"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^((CRON_)?TZ=[A-Za-z0-9_+/-]+ +)?(@every ([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+|@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9*/,?A-Za-z-]+( +[0-9*/,?A-Za-z-]+){4})$') || self.matches('^((CRON_)?TZ=[A-Za-z0-9_+/-]+ +)?(@every .+|(?i:@(yearly|annually|monthly|weekly|daily|midnight|hourly)|([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?)* +([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?)* +([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?(,([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?)*))$')",message="defragmentation.schedule has a field out of range or a zero step: minute 0-59, hour 0-23, day of month 1-31, month 1-12 or JAN-DEC, day of week 0-6 or SUN-SAT, each a value, a range a-b, * or ?, optionally with a step /N of at least 1, in comma-separated lists"
 	// +optional
 	Schedule string `json:"schedule,omitempty"`
 	// fragmentedPercent: a member is defragmented when at least this share of its database file
@@ -95,7 +101,9 @@ type DefragmentationSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	FragmentedPercent *int32 `json:"fragmentedPercent,omitempty"`
-	// minFreeBytes is the free space below which fragmentation does not count. Default 64Mi.
+	// minFreeBytes is the free space below which fragmentation does not count. Default 64Mi;
+	// not negative.
+	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="defragmentation.minFreeBytes must not be negative"
 	// +optional
 	MinFreeBytes *resource.Quantity `json:"minFreeBytes,omitempty"`
 }

@@ -12,9 +12,11 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // and in the recovered cluster's status.lastRecovery.
 type RecoverySpec struct {
 	// backupScheduleName names the EtcdBackupSchedule in this namespace whose newest
-	// successful backup is restored.
+	// successful backup is restored: a DNS-1123 subdomain of at most 63 characters, as
+	// EtcdBackupSchedule names are.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +required
 	BackupScheduleName string `json:"backupScheduleName"`
 

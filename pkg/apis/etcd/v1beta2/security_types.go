@@ -50,13 +50,15 @@ type AutoTLS struct {
 	// validity is how long each peer, server and client certificate is valid, as a Go duration
 	// (e.g. 2160h). At least 10m (1h with issuerRef). Defaults to 2160h (90 days). The
 	// operator's CA is valid for 10 years.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="TLS.auto.validity must be a duration of at least 10m, such as 2160h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$')",message="TLS.auto.validity must be a Go duration such as 2160h or 90m (units h, m, s, ms, us, ns; no days)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$') || duration(self) >= duration('10m')",message="TLS.auto.validity must be a duration of at least 10m, such as 2160h"
 	// +optional
 	Validity *metav1.Duration `json:"validity,omitempty"`
 	// renewBefore is how long before a certificate expires the operator replaces it. At least
 	// 5m (the renewed Secret takes up to about a minute to reach the members' files). Defaults
 	// to a third of validity, at least 5m.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="TLS.auto.renewBefore must be a duration of at least 5m: a renewed certificate needs time to reach the members"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$')",message="TLS.auto.renewBefore must be a Go duration such as 720h or 30m (units h, m, s, ms, us, ns; no days)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$') || duration(self) >= duration('5m')",message="TLS.auto.renewBefore must be a duration of at least 5m: a renewed certificate needs time to reach the members"
 	// +optional
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
 	// issuerRef has cert-manager issue the certificates: the operator creates a cert-manager
