@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
@@ -183,7 +181,7 @@ type etcdClient struct {
 func New(cfg Config) (Client, error) {
 	ccfg := cfg.Access.ClientConfig(cfg.Endpoints, cfg.DialTimeout)
 	if len(cfg.Addrs) > 0 {
-		ccfg.DialOptions = append(ccfg.DialOptions, DialAt(cfg.Addrs))
+		ccfg.DialOptions = append(ccfg.DialOptions, etcdaccess.DialAt(cfg.Addrs))
 	}
 	c, err := clientv3.New(ccfg)
 	if err != nil {
@@ -194,21 +192,6 @@ func New(cfg Config) (Client, error) {
 		timeout = DefaultRequestTimeout
 	}
 	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout, access: cfg.Access}, nil
-}
-
-// DialAt is the clientv3 dial option behind Config.Addrs: it connects to addrs[host] for an
-// endpoint host in addrs, and to the endpoint as given otherwise. gRPC verifies TLS against
-// the endpoint's host, not against the address dialed.
-func DialAt(addrs map[string]string) grpc.DialOption {
-	return grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-		if host, port, err := net.SplitHostPort(addr); err == nil {
-			if ip, ok := addrs[host]; ok {
-				addr = net.JoinHostPort(ip, port)
-			}
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	})
 }
 
 func (e *etcdClient) MemberList(ctx context.Context) (Membership, error) {

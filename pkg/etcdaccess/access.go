@@ -5,13 +5,16 @@
 package etcdaccess
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
+	"net"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Access says how to authenticate to one etcd cluster. The zero value is plain http without
@@ -38,6 +41,22 @@ func (a Access) ClientConfig(endpoints []string, dialTimeout time.Duration) clie
 		DialTimeout: dialTimeout,
 		Logger:      zap.NewNop(),
 	}
+}
+
+// DialAt is a clientv3 dial option that connects to addrs[host] for an endpoint host in addrs,
+// and to the endpoint as given otherwise: the operators dial a member's pod IP, read from a pod
+// they verified through the API, rather than whatever DNS says the name is. gRPC verifies TLS
+// against the endpoint's host, not against the address dialed.
+func DialAt(addrs map[string]string) grpc.DialOption {
+	return grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if ip, ok := addrs[host]; ok {
+				addr = net.JoinHostPort(ip, port)
+			}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	})
 }
 
 // IsAuthError reports whether etcd refused a call for who the caller is: wrong credentials,

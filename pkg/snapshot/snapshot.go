@@ -51,6 +51,9 @@ func DefaultTimeout(dbSize int64) time.Duration {
 type Config struct {
 	// Endpoints are the members' client URLs.
 	Endpoints []string
+	// Addrs maps an endpoint's host to the IP address to dial for it (a member pod's IP that
+	// the caller verified); hosts not in it are resolved through DNS. See etcdaccess.DialAt.
+	Addrs map[string]string
 	// Access is the client certificate and the etcd credentials (etcd serves snapshots to
 	// users with the root role only when authentication is on).
 	Access etcdaccess.Access
@@ -102,7 +105,11 @@ func (c *Config) now() time.Time {
 }
 
 func (c *Config) client(endpoints []string) (*clientv3.Client, error) {
-	cli, err := clientv3.New(c.Access.ClientConfig(endpoints, c.DialTimeout))
+	ccfg := c.Access.ClientConfig(endpoints, c.DialTimeout)
+	if len(c.Addrs) > 0 {
+		ccfg.DialOptions = append(ccfg.DialOptions, etcdaccess.DialAt(c.Addrs))
+	}
+	cli, err := clientv3.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating etcd client for %v: %w", ErrNoHealthyMember, endpoints, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,6 +109,8 @@ func TestFailures(t *testing.T) {
 		attempts  int32
 		noSecret  bool
 		badSecret bool
+		// service is created in the backup's namespace first.
+		service *corev1.Service
 	}{
 		{name: "missing secret", noSecret: true, reason: etcdv1beta2.ReasonSecretNotFound, attempts: 1},
 		{name: "wrong credentials", badSecret: true, reason: etcdv1beta2.ReasonInvalidCredentials, attempts: 1},
@@ -119,6 +122,19 @@ func TestFailures(t *testing.T) {
 		{name: "another namespace's etcd", reason: etcdv1beta2.ReasonEndpointNotAllowed, attempts: 1,
 			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
 				b.Spec.EtcdEndpoints = []string{"http://db-client.kube-system.svc:2379"}
+			}},
+		// A Service of the namespace that leads elsewhere (issue 30; before: dialed through DNS).
+		{name: "ExternalName alias of another namespace's Service", reason: etcdv1beta2.ReasonEndpointNotAllowed, attempts: 1,
+			service: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "alias"},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db-client.tenant-a.svc.cluster.local"}},
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
+				b.Spec.EtcdEndpoints = []string{"http://alias:2379"}
+			}},
+		{name: "Service without a selector", reason: etcdv1beta2.ReasonEndpointNotAllowed, attempts: 1,
+			service: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "handmade"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 2379}}}},
+			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
+				b.Spec.EtcdEndpoints = []string{"http://handmade:2379"}
 			}},
 		{name: "unreachable etcd", reason: etcdv1beta2.ReasonEtcdUnreachable, attempts: MaxAttempts,
 			mutate: func(_ string, b *etcdv1beta2.EtcdBackup, _ *storagetest.Bucket) {
@@ -153,6 +169,10 @@ func TestFailures(t *testing.T) {
 				createSecret(t, ns, "creds", bad)
 			case !tc.noSecret:
 				createSecret(t, ns, "creds", bucket.Secret)
+			}
+			if tc.service != nil {
+				tc.service.Namespace = ns
+				create(t, tc.service)
 			}
 			b := newBackup(ns, "fail", []string{e.Endpoint}, bucket, "etcd.backup", "creds")
 			if tc.mutate != nil {

@@ -42,17 +42,3 @@ func TestClassify(t *testing.T) {
 		t.Errorf("an API error must be returned for backoff, got %+v", re)
 	}
 }
-
-func TestClusterEndpoints(t *testing.T) {
-	cl := &etcdv1beta2.EtcdCluster{}
-	cl.Name, cl.Namespace = "prod", "db"
-	if got := clusterEndpoints(cl); len(got) != 1 || got[0] != "http://prod-client.db.svc:2379" {
-		t.Fatalf("no ready members: %v", got)
-	}
-	cl.Status.Members.Ready = []string{"prod-abc", "prod-def"}
-	cl.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{OperatorSecret: "op"}}
-	got := clusterEndpoints(cl)
-	if len(got) != 2 || got[0] != "https://prod-abc.prod.db.svc:2379" || got[1] != "https://prod-def.prod.db.svc:2379" {
-		t.Fatalf("ready members over TLS: %v", got)
-	}
-}

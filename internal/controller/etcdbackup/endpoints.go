@@ -3,12 +3,17 @@ package etcdbackup
 import (
 	"context"
 	"fmt"
+	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
@@ -19,17 +24,24 @@ type target struct {
 	// name is the EtcdCluster's name, empty for etcdEndpoints.
 	name      string
 	endpoints []string
-	access    etcdaccess.Access
+	// addrs maps endpoint hosts to the verified pod IPs to dial (snapshot.Config.Addrs).
+	addrs  map[string]string
+	access etcdaccess.Access
 }
 
 // resolveTarget returns the endpoints, client TLS and credentials of the backup's cluster: etcdEndpoints
-// (only in the backup's namespace or allowed, see namespacedEndpoints), or the named
-// EtcdCluster's ready members (per-pod DNS names), falling back to its client Service.
-func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec, allowed []string) (*target, error) {
+// (only in the backup's namespace or allowed, see namespacedEndpoints, and leading only to its
+// pods, see fenceEndpoints), or the named EtcdCluster's member pods (see memberTargets). c is
+// the cache; live reads pods, Services and EndpointSlices around it (the backup operator keeps
+// no cache of them).
+func resolveTarget(ctx context.Context, c, live client.Reader, ns string, spec *etcdv1beta2.BackupSpec, allowed []string) (*target, error) {
 	t := &target{}
 	if spec.EtcdCluster == nil {
 		eps, err := namespacedEndpoints(ns, spec.EtcdEndpoints, allowed)
 		if err != nil {
+			return nil, err
+		}
+		if t.addrs, err = fenceEndpoints(ctx, live, ns, eps); err != nil {
 			return nil, err
 		}
 		t.endpoints = eps
@@ -47,7 +59,10 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 			return nil, fmt.Errorf("getting EtcdCluster %s/%s: %w", ns, spec.EtcdCluster.Name, err)
 		}
 		t.name = cl.Name
-		t.endpoints = clusterEndpoints(cl)
+		var err error
+		if t.endpoints, t.addrs, err = memberTargets(ctx, live, cl); err != nil {
+			return nil, err
+		}
 		if cl.Spec.TLS.IsSecureClient() {
 			tlsSecret = cl.TLSSecrets().OperatorSecret
 		}
@@ -70,19 +85,34 @@ func resolveTarget(ctx context.Context, c client.Reader, ns string, spec *etcdv1
 	return t, nil
 }
 
-// clusterEndpoints returns the client URLs of an EtcdCluster's ready members, or of its client
-// Service when the status lists none.
-func clusterEndpoints(cl *etcdv1beta2.EtcdCluster) []string {
-	scheme := "http"
-	if cl.Spec.TLS.IsSecureClient() {
-		scheme = "https"
+// memberTargets returns the client URLs (per-pod DNS names) of an EtcdCluster's member pods
+// and the pod IPs to dial for them: the running pods the cluster controls (owner UID, not a
+// label or a name), those that status.members.ready lists when it lists any. Nothing is taken
+// from status strings alone, so whoever may write the status cannot point a backup elsewhere,
+// and no DNS record (a hand-written EndpointSlice of the peer Service) decides where it connects.
+func memberTargets(ctx context.Context, live client.Reader, cl *etcdv1beta2.EtcdCluster) ([]string, map[string]string, error) {
+	pods := &corev1.PodList{}
+	if err := live.List(ctx, pods, client.InNamespace(cl.Namespace), client.MatchingLabels(member.SelectorLabels(cl))); err != nil {
+		return nil, nil, fmt.Errorf("listing the member pods of EtcdCluster %s/%s: %w", cl.Namespace, cl.Name, err)
 	}
+	ready := sets.New(cl.Status.Members.Ready...)
 	var eps []string
-	for _, m := range cl.Status.Members.Ready {
-		eps = append(eps, fmt.Sprintf("%s://%s.%s.%s.svc:%d", scheme, m, cl.Name, cl.Namespace, etcdv1beta2.EtcdClientPort))
+	addrs := map[string]string{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !metav1.IsControlledBy(p, cl) || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+			continue
+		}
+		if ready.Len() > 0 && !ready.Has(p.Name) {
+			continue
+		}
+		eps = append(eps, member.ClientURL(cl, p.Name))
+		addrs[member.Host(cl, p.Name)] = p.Status.PodIP
 	}
 	if len(eps) == 0 {
-		eps = []string{fmt.Sprintf("%s://%s.%s.svc:%d", scheme, cl.ClientServiceName(), cl.Namespace, etcdv1beta2.EtcdClientPort)}
+		return nil, nil, reason.Transient(etcdv1beta2.ReasonEtcdUnreachable,
+			fmt.Errorf("EtcdCluster %s/%s has no running member pod", cl.Namespace, cl.Name))
 	}
-	return eps
+	sort.Strings(eps)
+	return eps, addrs, nil
 }

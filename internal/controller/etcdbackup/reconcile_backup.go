@@ -26,7 +26,7 @@ type outcome struct {
 // object taken when it was queued, and changes nothing but the store.
 func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*outcome, error) {
 	spec := &obj.Spec
-	tgt, err := resolveTarget(ctx, r.Client, obj.Namespace, spec, r.Options.AllowedEtcdEndpoints)
+	tgt, err := resolveTarget(ctx, r.Client, r.APIReader, obj.Namespace, spec, r.Options.AllowedEtcdEndpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,7 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 
 	cfg := &snapshot.Config{
 		Endpoints:      tgt.endpoints,
+		Addrs:          tgt.addrs,
 		Access:         tgt.access,
 		DialTimeout:    r.Options.EtcdDialTimeout,
 		RequestTimeout: r.Options.EtcdRequestTimeout,

@@ -30,6 +30,8 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=services;pods,verbs=get;list
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
 
 // Retry policy of one-shot backups.
 const (

@@ -14,7 +14,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
-	clusterversion "github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
@@ -44,7 +43,7 @@ const (
 func checkMember(ctx context.Context, endpoint, addr string, access etcdaccess.Access, rev int64) (MemberState, error) {
 	cfg := access.ClientConfig([]string{endpoint}, memberDialTimeout)
 	if u, err := url.Parse(endpoint); err == nil && addr != "" {
-		cfg.DialOptions = append(cfg.DialOptions, clusterversion.DialAt(map[string]string{u.Hostname(): addr}))
+		cfg.DialOptions = append(cfg.DialOptions, etcdaccess.DialAt(map[string]string{u.Hostname(): addr}))
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
