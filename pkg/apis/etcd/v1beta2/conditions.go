@@ -81,7 +81,9 @@ const (
 	// would go to an endpoint the spec names.
 	ReasonAmbientCredentialsDenied = "AmbientCredentialsDenied"
 	// ReasonEndpointNotAllowed: an EtcdBackup's etcdEndpoints name a host outside the backup's
-	// namespace that the operator's --allowed-etcd-endpoints does not list.
+	// namespace that the operator's --allowed-etcd-endpoints does not list, or a Service of the
+	// namespace that can lead outside it (ExternalName, no selector, an EndpointSlice address
+	// that is not its pod's IP).
 	ReasonEndpointNotAllowed  = "EndpointNotAllowed"
 	ReasonClusterNotFound     = "ClusterNotFound"
 	ReasonSnapshotFailed      = "SnapshotFailed"
