@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/kubename"
-	"github.com/etcd-operator/etcd-operator/internal/member"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=list;create
@@ -48,10 +48,11 @@ func (r *Reconciler) recover(ctx context.Context, c *etcdv1beta2.EtcdCluster, ob
 	if wait := lostSince.Add(after).Sub(r.Clock.Now()); wait > 0 {
 		return wait, fmt.Sprintf("automatic recovery from EtcdBackupSchedule %s at %s unless a member comes back", rec.BackupScheduleName, lostSince.Add(after).UTC().Format(time.RFC3339)), nil
 	}
-	// Fresh facts: no pod of this cluster at all, by the API server's word.
+	// Fresh facts: no pod of this cluster at all, by the API server's word. Every pod of the
+	// namespace, by owner UID: a member whose labels someone changed is still a member.
 	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
-		return 0, "", fmt.Errorf("listing member pods of %s: %w", klog.KObj(c), err)
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(c.Namespace)); err != nil {
+		return 0, "", fmt.Errorf("listing the pods of namespace %s: %w", c.Namespace, err)
 	}
 	for i := range pods.Items {
 		if controlledBy(&pods.Items[i], c) {
@@ -75,6 +76,9 @@ func (r *Reconciler) recover(ctx context.Context, c *etcdv1beta2.EtcdCluster, ob
 	}
 	if sched.Status.LastSuccessfulTime == nil {
 		return requeueQuorumLost, "automatic recovery impossible: EtcdBackupSchedule " + sched.Name + " has no successful backup", nil
+	}
+	if why := notOwnRecentBackup(c, sched, lostSince); why != "" {
+		return requeueQuorumLost, "automatic recovery impossible: " + why, nil
 	}
 	rpo := lostSince.Sub(sched.Status.LastSuccessfulTime.Time).Round(time.Second)
 	rs := &etcdv1beta2.EtcdRestore{
@@ -100,6 +104,34 @@ func (r *Reconciler) recover(ctx context.Context, c *etcdv1beta2.EtcdCluster, ob
 		lostSince.UTC().Format(time.RFC3339), sched.Name, sched.Status.LastSuccessfulTime.UTC().Format(time.RFC3339), rpo, c.Status.LastRevision, rs.Name)
 	r.event(c, corev1.EventTypeWarning, "AutomaticRecovery", msg)
 	return requeueQuorumLost, msg, nil
+}
+
+// notOwnRecentBackup says why the newest successful backup of sched is not one automatic
+// recovery may restore into c, or "" when it may: it must be c's own (the schedule backs up c,
+// and a key that records a cluster identity names c's namespace and cluster ID) and taken at
+// most maxBackupAgeSeconds before the loss.
+func notOwnRecentBackup(c *etcdv1beta2.EtcdCluster, sched *etcdv1beta2.EtcdBackupSchedule, lostSince time.Time) string {
+	tmpl := sched.Spec.BackupTemplate.Spec
+	_, key, parsed := snapshot.SplitKey(sched.Status.LastSuccessfulLocation)
+	switch {
+	case parsed && key.Tagged():
+		id, err := strconv.ParseUint(c.Status.ClusterID, 16, 64)
+		if key.Namespace != c.Namespace || err != nil || key.ClusterID != id {
+			return fmt.Sprintf("the newest backup of EtcdBackupSchedule %s (%s) is of cluster %s, not of this cluster (ID %s)",
+				sched.Name, sched.Status.LastSuccessfulLocation, key.Describe(), c.Status.ClusterID)
+		}
+	case tmpl.EtcdCluster == nil || tmpl.EtcdCluster.Name != c.Name:
+		return fmt.Sprintf("EtcdBackupSchedule %s does not back up this cluster (its backups record no cluster identity to prove otherwise)", sched.Name)
+	}
+	maxAge := int64(etcdv1beta2.DefaultRecoveryMaxBackupAgeSeconds)
+	if m := c.Spec.Recovery.MaxBackupAgeSeconds; m != nil {
+		maxAge = *m
+	}
+	if age := lostSince.Sub(sched.Status.LastSuccessfulTime.Time); age > time.Duration(maxAge)*time.Second {
+		return fmt.Sprintf("the newest backup of EtcdBackupSchedule %s was taken %s before the loss, more than recovery.maxBackupAgeSeconds (%d): restore it yourself if that loss is acceptable",
+			sched.Name, age.Round(time.Second), maxAge)
+	}
+	return ""
 }
 
 // recoveryName is the name of the EtcdRestore of an automatic recovery of cluster at t:

@@ -116,6 +116,102 @@ func TestAutomaticRecovery(t *testing.T) {
 	}
 }
 
+// TestAutomaticRecoveryOnlyFromItsOwnRecentBackup (issue 30 item 6): automatic recovery does
+// not act while a pod the cluster controls exists under other labels, and restores nothing
+// that is not this cluster's own backup or that is older than maxBackupAgeSeconds; each time
+// QuorumLost says why.
+func TestAutomaticRecoveryOnlyFromItsOwnRecentBackup(t *testing.T) {
+	ctx := context.Background()
+	ns, f := grown(t, "recovery-own", 3)
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Recovery = &etcdv1beta2.RecoverySpec{BackupScheduleName: "nightly", AfterSeconds: ptr.To[int32](30), MaxBackupAgeSeconds: ptr.To[int64](3600)}
+	})
+	c := getCluster(t, ns, "c")
+	if c.Status.ClusterID == "" {
+		t.Fatal("no cluster ID recorded")
+	}
+	sched := &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: etcdv1beta2.BackupScheduleSpec{
+		Schedule: "0 3 * * *",
+		BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
+			EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "other"}, StorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bucket/c", AWSSecret: "aws"}}}},
+	}}
+	if err := k8s.Create(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+	setLast := func(age time.Duration, location string) {
+		t.Helper()
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sched), sched); err != nil {
+			t.Fatal(err)
+		}
+		sched.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-age)}
+		sched.Status.LastSuccessfulLocation = location
+		if err := k8s.Status().Update(ctx, sched); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLast(10*time.Minute, "")
+
+	// Every member dies; one pod is relabelled out of the cluster's selector but still belongs
+	// to it, so its data might come back.
+	f.kill("c-0", "c-1", "c-2")
+	deleteAllPods(t, ns, "c-1", "c-2")
+	p := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-0"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Labels = map[string]string{"relabelled": "yes"}
+	if err := k8s.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	expect := func(desc, want string) {
+		t.Helper()
+		reconciler.dataLostSince.Store(string(c.UID), time.Now().Add(-time.Minute))
+		anotherPass(t, ns)
+		testutil.Eventually(t, testutil.Timeout, desc, testutil.NoError(func() error {
+			if msg := degradedMsg(getCluster(t, ns, "c")); !strings.Contains(msg, want) {
+				return fmt.Errorf("Degraded: %s", msg)
+			}
+			return nil
+		}))
+		if rs := recoveries(t, ns); len(rs) != 0 {
+			t.Fatalf("%s: restored with EtcdRestore %s", desc, rs[0].Name)
+		}
+	}
+	expect("a relabelled member pod", "automatic recovery waits: pod c-0 exists")
+	deleteAllPods(t, ns, "c-0")
+
+	expect("a schedule of another cluster", "EtcdBackupSchedule nightly does not back up this cluster")
+	updateSchedule := func(change func(*etcdv1beta2.EtcdBackupSchedule)) {
+		t.Helper()
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sched), sched); err != nil {
+			t.Fatal(err)
+		}
+		change(sched)
+		if err := k8s.Update(ctx, sched); err != nil {
+			t.Fatal(err)
+		}
+	}
+	updateSchedule(func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.BackupTemplate.Spec.EtcdCluster.Name = "c" })
+	// The schedule names c, but its newest backup's key records another cluster ID.
+	setLast(10*time.Minute, "s3://bucket/c_20261127T010000Z_v00000000000000001000_"+ns+"_c_00000000000000ff")
+	expect("another cluster's backup", "not of this cluster (ID "+c.Status.ClusterID+")")
+	// This cluster's backup, but two hours old.
+	own := fmt.Sprintf("s3://bucket/c_20261127T010000Z_v00000000000000001000_%s_c_%016s", ns, c.Status.ClusterID)
+	setLast(2*time.Hour, own)
+	expect("a backup older than maxBackupAgeSeconds", "more than recovery.maxBackupAgeSeconds (3600)")
+
+	setLast(10*time.Minute, own)
+	reconciler.dataLostSince.Store(string(c.UID), time.Now().Add(-time.Minute))
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "an EtcdRestore of its own recent backup", testutil.NoError(func() error {
+		if n := len(recoveries(t, ns)); n != 1 {
+			return fmt.Errorf("%d restores", n)
+		}
+		return nil
+	}))
+}
+
 func degradedMsg(c *etcdv1beta2.EtcdCluster) string {
 	for _, cond := range c.Status.Conditions {
 		if cond.Type == etcdv1beta2.ClusterConditionDegraded {

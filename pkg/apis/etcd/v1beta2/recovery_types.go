@@ -6,8 +6,11 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // the cluster has no volumes (emptyDir members), was formed, and every member pod is gone (so
 // every member's data is gone and cannot return), for at least afterSeconds, the etcd operator
 // creates an EtcdRestore of the cluster from the newest successful backup of the named
-// EtcdBackupSchedule, once per incident. It never acts while any member pod exists, on a
-// cluster with volumes, or while a restore of the cluster is under way. The data written after
+// EtcdBackupSchedule, once per incident. It never acts while any pod the cluster controls
+// exists (found by owner UID, not labels), on a cluster with volumes, while a restore of the
+// cluster is under way, or when that backup is not this cluster's (the schedule backs up
+// another cluster, or the backup's key names another namespace or cluster ID) or is older than
+// maxBackupAgeSeconds. The data written after
 // that backup is lost; the operator records how much (the RPO) in events, on the EtcdRestore
 // and in the recovered cluster's status.lastRecovery.
 type RecoverySpec struct {
@@ -26,10 +29,23 @@ type RecoverySpec struct {
 	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	AfterSeconds *int32 `json:"afterSeconds,omitempty"`
+
+	// maxBackupAgeSeconds is the oldest backup the operator restores on its own: when the
+	// schedule's newest successful backup was taken longer ago than this before the loss, the
+	// operator restores nothing and says so (a person decides whether that much loss is
+	// acceptable). Default 86400 (a day); raise it for schedules that run less often.
+	// +kubebuilder:validation:Minimum=60
+	// +optional
+	MaxBackupAgeSeconds *int64 `json:"maxBackupAgeSeconds,omitempty"`
 }
 
-// DefaultRecoveryAfterSeconds is spec.recovery.afterSeconds when unset.
-const DefaultRecoveryAfterSeconds = 120
+// Defaults of spec.recovery.
+const (
+	// DefaultRecoveryAfterSeconds is spec.recovery.afterSeconds when unset.
+	DefaultRecoveryAfterSeconds = 120
+	// DefaultRecoveryMaxBackupAgeSeconds is spec.recovery.maxBackupAgeSeconds when unset.
+	DefaultRecoveryMaxBackupAgeSeconds = 86400
+)
 
 // Labels and annotations of an EtcdRestore that automatic recovery created.
 const (
