@@ -126,7 +126,7 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 		Name:            ContainerName,
 		Image:           spec.Image(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         append([]string{"/usr/local/bin/etcd"}, etcdFlags(c, name, state, initial)...),
+		Command:         append([]string{"/usr/local/bin/etcd"}, etcdFlags(c, name, version, state, initial)...),
 		Env:             policy.EtcdEnv,
 		Resources:       policy.Resources,
 		Ports: []corev1.ContainerPort{
@@ -207,7 +207,7 @@ func affinity(c *etcdv1beta2.EtcdCluster, policy *etcdv1beta2.PodPolicy) *corev1
 	}}
 }
 
-func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string {
+func etcdFlags(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) []string {
 	peer, client := scheme(c.Spec.TLS.IsSecurePeer()), scheme(c.Spec.TLS.IsSecureClient())
 	flags := []string{
 		"--name=" + name,
@@ -226,6 +226,7 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string
 			"--peer-trusted-ca-file="+PeerTLSDir+"/peer-ca.crt",
 			"--peer-cert-file="+PeerTLSDir+"/peer.crt",
 			"--peer-key-file="+PeerTLSDir+"/peer.key")
+		flags = append(flags, pinnedPeerFlags(c, name, version)...)
 	}
 	if c.Spec.TLS.IsSecureClient() {
 		flags = append(flags, "--client-cert-auth=true",
@@ -234,6 +235,34 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, state, initial string) []string
 			"--key-file="+ServerTLSDir+"/server.key")
 	}
 	return append(flags, maintenanceFlags(c)...)
+}
+
+// pinnedPeerFlags pin the peers of a cluster whose certificates the operator makes (TLS.auto,
+// also through a cert-manager issuer) to this cluster: a peer's client certificate must be
+// valid for this cluster's member names (*.<cluster>.<ns>.svc), so a certificate the same CA or
+// issuer signed for another cluster is refused.
+//
+// With the operator's own CA (TLS.auto without issuerRef: <cluster>-ca signs for this cluster
+// alone), etcd's own check of a peer certificate's names against the reverse DNS lookup of the
+// peer's address adds nothing to that and is skipped: it refused every new member until the
+// DNS record of its fresh pod IP appeared and the negative answer cached before it expired (a
+// 3-member TLS cluster took 56 s to form on the local cluster instead of 14 s; issue 30). A
+// cert-manager issuer may sign these names for anyone who may request a Certificate, so there
+// the DNS check stays: it binds the names to the address the peer connects from.
+// Certificates a user brings (TLS.static) keep etcd's default checks: their names are not
+// known here.
+func pinnedPeerFlags(c *etcdv1beta2.EtcdCluster, name, version string) []string {
+	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
+		return nil
+	}
+	flags := []string{"--peer-cert-allowed-hostname=" + Host(c, name)}
+	if c.Spec.TLS.Auto.IssuerRef != nil {
+		return flags
+	}
+	if cluster.CompareVersions(version, "3.6.0") < 0 {
+		return append(flags, "--experimental-peer-skip-client-san-verification=true") // 3.5's name of the flag
+	}
+	return append(flags, "--peer-skip-client-san-verification=true")
 }
 
 func addTLSVolumes(c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) {
