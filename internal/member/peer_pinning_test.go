@@ -80,7 +80,11 @@ func TestPeersArePinnedToTheirCluster(t *testing.T) {
 			get := func(cert tls.Certificate) error {
 				cli := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 					RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: Host(c, "a-1"), MinVersion: tls.VersionTLS12}}}
-				resp, err := cli.Get("https://" + u.Host + "/version")
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+u.Host+"/version", nil)
+				if err != nil {
+					return err
+				}
+				resp, err := cli.Do(req)
 				if err != nil {
 					return err
 				}
