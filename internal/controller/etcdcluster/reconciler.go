@@ -160,14 +160,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	// The Services first: the members' DNS names, which observe dials, exist only with the
 	// headless Service (a restored cluster's seed runs before its first pass).
-	var pdbErr error
+	var pdbErr, tlsErr error
 	if !c.Spec.Paused {
 		if err := r.reconcileServices(ctx, c); err != nil {
 			return r.stop(before, c, err)
 		}
-		// TLS.auto certificates before any member pod mounts them.
-		if err := r.reconcileTLS(ctx, c); err != nil {
-			return r.stop(before, c, err)
+		// TLS.auto certificates before any member pod mounts them. A formed cluster's
+		// members run on the certificates they have: a certificate problem holds back only
+		// the steps that start a pod (see needsCertificates); observation, membership repair
+		// and the storage's upkeep go on.
+		if tlsErr = r.reconcileTLS(ctx, c); tlsErr != nil && c.Status.ClusterID == "" {
+			return r.stop(before, c, tlsErr)
 		}
 		// A foreign budget of that name does not stop the members' care: reported below.
 		if pdbErr = r.reconcilePDB(ctx, c); pdbErr != nil && !errors.Is(pdbErr, errNotOwned) {
@@ -197,7 +200,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	}
 	act := cluster.Next(r.desired(c, target), obs.Observed)
-	res, err := r.apply(ctx, c, obs, act, target)
+	var res ctrl.Result
+	if tlsErr != nil && needsCertificates(act.Kind) {
+		err = fmt.Errorf("%s waits for the cluster's certificates: %w", act.Kind, tlsErr)
+	} else {
+		res, err = r.apply(ctx, c, obs, act, target)
+	}
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		// The namespace goes, and the cluster with it: nothing to retry.
 		return ctrl.Result{}, nil
@@ -221,11 +229,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			res = ctrl.Result{RequeueAfter: min(wait, requeueQuorumLost)}
 		}
 	}
+	if tlsErr != nil && err == nil {
+		// The pass did what it could; the certificate problem still shows and is retried.
+		return r.stop(before, c, tlsErr)
+	}
 	r.warnOnFlip(before, c)
+	if reason.Of(err) == etcdv1beta2.ReasonCertificateNotReady {
+		return ctrl.Result{RequeueAfter: requeueCertificates}, nil
+	}
 	if blocked(err) {
 		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
 	}
 	return res, err
+}
+
+// needsCertificates reports whether step kind starts a member pod, which mounts the cluster's
+// certificates: held back while they cannot be made or checked. Adding a member is too (its
+// pod would follow), and so is deleting a failed volume member's pod (its re-creation would).
+func needsCertificates(kind cluster.ActionKind) bool {
+	switch kind {
+	case cluster.ActionCreateSeed, cluster.ActionCreatePod, cluster.ActionRecreatePod, cluster.ActionAddMember,
+		cluster.ActionUpgradeMember, cluster.ActionDeleteFailed:
+		return true
+	}
+	return false
 }
 
 // stop ends a pass that could not observe or act: Degraded with the reason, a Warning event

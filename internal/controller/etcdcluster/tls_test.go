@@ -6,10 +6,12 @@ import (
 	"encoding/pem"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -156,5 +158,54 @@ func TestAutoTLS(t *testing.T) {
 	pod := &corev1.Pod{}
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "d-0"}, pod); err == nil {
 		t.Fatal("a member pod of d was created with a foreign certificate secret in the way")
+	}
+}
+
+// TestCertificateProblemHoldsOnlyNewPods (issue 30 item 4): a formed TLS.auto cluster whose CA
+// Secret stops parsing still has its dead member removed through the membership API; only the
+// replacement's pod, which would mount new certificates, waits, and Degraded names the
+// certificate problem. (Before, the pass ended at the certificates and nothing was repaired.)
+func TestCertificateProblemHoldsOnlyNewPods(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "tlshold")
+	c := newCluster(ns, "c", 3)
+	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 3)
+
+	caSecret := getSecret(t, ns, "c-ca")
+	caSecret.Data["ca.key"] = []byte("not a key")
+	if err := k8s.Update(ctx, caSecret); err != nil {
+		t.Fatal(err)
+	}
+	f.kill("c-1")
+	if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testutil.Timeout, "c-1 removed, the CA named", testutil.NoError(func() error {
+		got := getCluster(t, ns, "c")
+		if names := memberNames(f, false); slices.Contains(names, "c-1") {
+			return fmt.Errorf("members %v", names)
+		}
+		if d := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.ClusterConditionDegraded); d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, "c-ca") {
+			return fmt.Errorf("Degraded %+v", d)
+		}
+		return nil
+	}))
+	testutil.Eventually(t, testutil.Timeout, "the replacement waits", testutil.NoError(func() error {
+		d := meta.FindStatusCondition(getCluster(t, ns, "c").Status.Conditions, etcdv1beta2.ClusterConditionDegraded)
+		if d == nil || !strings.Contains(d.Message, "AddMember waits for the cluster's certificates") {
+			return fmt.Errorf("Degraded %+v", d)
+		}
+		return nil
+	}))
+	if names := memberNames(f, false); len(names) != 2 {
+		t.Fatalf("a member was added while the certificates cannot be made: %v", names)
+	}
+	if pods := podNames(t, ns); !slices.Equal(pods, []string{"c-0", "c-2"}) {
+		t.Fatalf("pods %v, want c-0 and c-2 only", pods)
 	}
 }
