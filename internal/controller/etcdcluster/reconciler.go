@@ -121,7 +121,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 //     (with Reconciling or Stalled) from what the pass wrote.
 //  3. Unless paused: ensure the headless peer Service and the client Service (a foreign one
 //     in the way stops the pass: NotOwned), the TLS.auto CA and certificates (made, or issued
-//     again inside their renewal window), the PodDisruptionBudget, and sole ownership of the
+//     again inside their renewal window; a problem with them stops the pass of a cluster not
+//     yet formed, and otherwise holds back only the steps that start a pod), the PodDisruptionBudget, and sole ownership of the
 //     members (legacy restore seeds adopted, EtcdRestore owner references removed; a change
 //     ends the pass).
 //  4. Observe: the cluster's own member pods and volumes (foreign names reserved), etcd's
