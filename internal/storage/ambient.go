@@ -23,7 +23,8 @@ type AmbientPolicy struct {
 }
 
 // ParseAmbientPolicy reads the --ambient-credentials entries: "<S3|ABS|GCS>:<bucket>", where the
-// bucket may be a path.Match glob ("*" alone: every bucket of that provider). None: off.
+// bucket may be a path.Match glob ("*" alone: every bucket of that provider). None: off. OSS has
+// no ambient identity: its blocks always name an ossSecret.
 func ParseAmbientPolicy(entries []string) (AmbientPolicy, error) {
 	var p AmbientPolicy
 	for _, e := range entries {
@@ -57,6 +58,10 @@ func (p AmbientPolicy) Check(l Location) error {
 	if l.Secret != "" || p.tenant {
 		return nil
 	}
+	if l.Type == etcdv1beta2.BackupStorageTypeOSS {
+		return reason.Errorf(etcdv1beta2.ReasonAmbientCredentialsDenied,
+			"OSS bucket %s: the storage block names no credentials Secret, and there are no ambient Alibaba Cloud credentials; set ossSecret", l.Bucket)
+	}
 	if l.Endpoint != "" {
 		return reason.Errorf(etcdv1beta2.ReasonAmbientCredentialsDenied,
 			"%s storage at endpoint %s names no credentials Secret: the operator never sends its own cloud identity to an endpoint a spec names; set the block's credentials Secret (%s)", l.Type, l.Endpoint, secretField(l.Type))
@@ -80,6 +85,8 @@ func secretField(t etcdv1beta2.BackupStorageType) string {
 		return "awsSecret"
 	case etcdv1beta2.BackupStorageTypeABS:
 		return "absSecret"
+	case etcdv1beta2.BackupStorageTypeOSS:
+		return "ossSecret"
 	default:
 		return "gcpSecret"
 	}

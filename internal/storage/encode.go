@@ -36,7 +36,7 @@ func Decode(s string) (Location, error) {
 		}
 	}
 	switch {
-	case l.Type != etcdv1beta2.BackupStorageTypeS3 && l.Type != etcdv1beta2.BackupStorageTypeABS && l.Type != etcdv1beta2.BackupStorageTypeGCS:
+	case !knownType(l.Type):
 		return Location{}, fmt.Errorf("decoding storage location: unknown storage type %q", l.Type)
 	case l.Bucket == "" || l.Key == "":
 		return Location{}, fmt.Errorf("decoding storage location: bucket and key are required")
@@ -44,4 +44,13 @@ func Decode(s string) (Location, error) {
 		return Location{}, fmt.Errorf("decoding storage location: the CA reference needs a Secret name and key")
 	}
 	return l, nil
+}
+
+// knownType reports whether t is a storage type of the API.
+func knownType(t etcdv1beta2.BackupStorageType) bool {
+	switch t {
+	case etcdv1beta2.BackupStorageTypeS3, etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
+		return true
+	}
+	return false
 }

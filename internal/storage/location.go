@@ -17,13 +17,14 @@ import (
 
 // Location is one backup object (or a key prefix of backups) and how to reach it.
 type Location struct {
-	// Type is the object store: S3, ABS or GCS.
+	// Type is the object store: S3, ABS, GCS or OSS.
 	Type etcdv1beta2.BackupStorageType `json:"type"`
-	// Bucket is the S3 or GCS bucket or the ABS container.
+	// Bucket is the S3, GCS or OSS bucket or the ABS container.
 	Bucket string `json:"bucket"`
 	// Key is the object key, or the key prefix of a periodic backup or schedule.
 	Key string `json:"key"`
-	// Endpoint is a custom store endpoint; empty: the provider's public one.
+	// Endpoint is a custom store endpoint; empty: the provider's public one (for OSS, the
+	// Hangzhou region's: factory.DefaultOSSEndpoint).
 	Endpoint string `json:"endpoint,omitempty"`
 	// ForcePathStyle selects path-style S3 addressing.
 	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
@@ -35,7 +36,7 @@ type Location struct {
 }
 
 // FromSource is the one place a storage block of the API becomes a Location: the block that typ
-// names (s3, abs or gcs), its path split into bucket and key. A missing block or a malformed
+// names (s3, abs, gcs or oss), its path split into bucket and key. A missing block or a malformed
 // path is an InvalidSpec failure.
 func FromSource(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource) (Location, error) {
 	l := Location{Type: typ}
@@ -57,8 +58,13 @@ func FromSource(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource)
 			return Location{}, missingBlock(typ, "gcs")
 		}
 		path, l.Secret, l.Endpoint, ca = src.GCS.Path, src.GCS.GCPSecret, src.GCS.Endpoint, src.GCS.EndpointCA
+	case etcdv1beta2.BackupStorageTypeOSS:
+		if src.OSS == nil {
+			return Location{}, missingBlock(typ, "oss")
+		}
+		path, l.Secret, l.Endpoint, ca = src.OSS.Path, src.OSS.OSSSecret, src.OSS.Endpoint, src.OSS.EndpointCA
 	default:
-		return Location{}, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "unknown storage type %q, want S3, ABS or GCS", typ)
+		return Location{}, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "unknown storage type %q, want S3, ABS, GCS or OSS", typ)
 	}
 	if ca != nil {
 		l.CA = ca.DeepCopy()

@@ -32,6 +32,12 @@ func sources() map[string]struct {
 		"gcs, ambient credentials": {etcdv1beta2.BackupStorageTypeGCS,
 			etcdv1beta2.BackupSource{GCS: &etcdv1beta2.GCSSource{Path: "/bk/a/b/c"}},
 			Location{Type: "GCS", Bucket: "bk", Key: "a/b/c"}},
+		"oss, coreos form": {etcdv1beta2.BackupStorageTypeOSS,
+			etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: "my-etcd-backups-bucket/etcd.backup", OSSSecret: "my-oss-credentials", Endpoint: "http://oss-cn-hangzhou.aliyuncs.com"}},
+			Location{Type: "OSS", Bucket: "my-etcd-backups-bucket", Key: "etcd.backup", Endpoint: "http://oss-cn-hangzhou.aliyuncs.com", Secret: "my-oss-credentials"}},
+		"oss, CA": {etcdv1beta2.BackupStorageTypeOSS,
+			etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: "bk/nightly", OSSSecret: "oss", EndpointCA: ca}},
+			Location{Type: "OSS", Bucket: "bk", Key: "nightly", Secret: "oss", CA: ca}},
 	}
 }
 
@@ -93,6 +99,7 @@ func TestBadLocations(t *testing.T) {
 		src etcdv1beta2.BackupSource
 	}{
 		"no block":      {"S3", etcdv1beta2.BackupSource{GCS: &etcdv1beta2.GCSSource{Path: "a/b"}}},
+		"no oss block":  {"OSS", etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "a/b"}}},
 		"no key":        {"GCS", etcdv1beta2.BackupSource{GCS: &etcdv1beta2.GCSSource{Path: "bucket"}}},
 		"unknown store": {"FTP", etcdv1beta2.BackupSource{}},
 	} {

@@ -109,7 +109,7 @@ func fromLocation(typ etcdv1beta2.BackupStorageType, block etcdv1beta2.BackupSou
 	return &source{loc: loc}, nil
 }
 
-// fromBlock resolves the coreos form: backupStorageType with its s3/abs/gcs block, the path
+// fromBlock resolves the coreos form: backupStorageType with its s3/abs/gcs/oss block, the path
 // naming the object (Exact) or a prefix whose newest backup is restored (Newest).
 func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (*source, error) {
 	loc, err := storage.FromSource(rs.Spec.BackupStorageType, rs.Spec.BackupSource)

@@ -17,7 +17,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/backend/s3"
 )
 
-// Type names a provider. S3, ABS and GCS are the coreos API's storage type values.
+// Type names a provider. S3, ABS, GCS and OSS are the coreos API's storage type values; OSS is
+// the S3 provider configured for Alibaba Cloud OSS (oss.go).
 type Type string
 
 // Provider types.
@@ -25,6 +26,7 @@ const (
 	S3     Type = "S3"
 	ABS    Type = "ABS"
 	GCS    Type = "GCS"
+	OSS    Type = "OSS"
 	Local  Type = "Local"
 	Memory Type = "Memory"
 )
@@ -33,17 +35,18 @@ const (
 type Config struct {
 	// Type is the provider.
 	Type Type
-	// Bucket is the S3 or GCS bucket, the ABS container, or the Local directory.
+	// Bucket is the S3, GCS or OSS bucket, the ABS container, or the Local directory.
 	Bucket string
 	// Prefix, when set, places every key under Prefix + "/" (backend.WithPrefix).
 	Prefix string
-	// Secret is the data of the provider's coreos secret: awsSecret (S3), absSecret (ABS) or
-	// gcpSecret (GCS). Nil uses the SDK's ambient credentials.
+	// Secret is the data of the provider's coreos secret: awsSecret (S3), absSecret (ABS),
+	// gcpSecret (GCS) or ossSecret (OSS). Nil uses the SDK's ambient credentials (OSS: an error).
 	Secret map[string][]byte
-	// Endpoint is a custom endpoint: an S3-compatible store, a GCS JSON API endpoint (emulator)
-	// or an Azure blob service URL.
+	// Endpoint is a custom endpoint: an S3-compatible store, a GCS JSON API endpoint (emulator),
+	// an Azure blob service URL, or an OSS region endpoint (ResolveOSSEndpoint).
 	Endpoint string
-	// Region is the S3 region; it overrides the region in the awsSecret's config file.
+	// Region is the S3 region; it overrides the region in the awsSecret's config file, or the
+	// one an OSS endpoint names.
 	Region string
 	// ForcePathStyle selects path-style S3 addressing (MinIO and most S3-compatible stores).
 	ForcePathStyle bool
@@ -58,7 +61,7 @@ type Config struct {
 	// Concurrency is the number of parts (S3) or blocks (ABS) uploaded in parallel; 0 means the
 	// provider's default.
 	Concurrency int
-	// CABundle is PEM CA certificates that S3, GCS and ABS trust for HTTPS on top of the system's
+	// CABundle is PEM CA certificates that S3, OSS, GCS and ABS trust for HTTPS on top of the system's
 	// roots (the public roots compiled into the binaries where the image has none): for an
 	// endpoint behind a private CA (on-prem MinIO, Ceph RGW, a TLS-inspecting proxy). Nil trusts
 	// the system's roots only; a non-empty bundle without a PEM certificate is an error.
@@ -82,12 +85,14 @@ func newProvider(ctx context.Context, cfg Config) (backend.Backend, error) {
 		return newABS(ctx, cfg)
 	case GCS:
 		return newGCS(ctx, cfg)
+	case OSS:
+		return newOSS(ctx, cfg)
 	case Local:
 		return local.New(ctx, local.Config{Dir: cfg.Bucket})
 	case Memory:
 		return memory.New(), nil
 	default:
-		return nil, fmt.Errorf("unknown backend type %q, want one of S3, ABS, GCS, Local, Memory", cfg.Type)
+		return nil, fmt.Errorf("unknown backend type %q, want one of S3, ABS, GCS, OSS, Local, Memory", cfg.Type)
 	}
 }
 
@@ -153,8 +158,8 @@ func newGCS(ctx context.Context, cfg Config) (backend.Backend, error) {
 	return gcs.New(ctx, c)
 }
 
-// SplitPath splits a coreos storage path "<bucket>/<key>" (the `path` field of the s3, abs
-// and gcs specs) into bucket (or container) and key.
+// SplitPath splits a coreos storage path "<bucket>/<key>" (the `path` field of the s3, abs,
+// gcs and oss specs) into bucket (or container) and key.
 func SplitPath(path string) (bucket, key string, err error) {
 	bucket, key, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	if !ok || bucket == "" || key == "" {

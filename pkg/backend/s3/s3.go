@@ -62,6 +62,11 @@ type Config struct {
 	// CABundle is PEM certificates trusted on top of the system's roots for HTTPS, for an
 	// endpoint behind a private CA; nil trusts the system's roots only.
 	CABundle []byte
+	// ChecksumWhenRequired sends and checks the SDK's flexible checksums (CRC32 in an
+	// aws-chunked trailer, on by default since 2025) only where an operation requires them,
+	// for stores that refuse aws-chunked uploads: Alibaba OSS asks AWS SDK users to turn chunked
+	// encoding off. Integrity does not rest on them: a backup's sha256 is checked end to end.
+	ChecksumWhenRequired bool
 }
 
 func (c *Config) validate() error {
@@ -122,6 +127,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if c := cfg.Credentials; c != nil {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, c.SessionToken)))
+	}
+	if cfg.ChecksumWhenRequired {
+		opts = append(opts,
+			config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+			config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
 	}
 	if len(cfg.CABundle) > 0 {
 		pool, err := backend.RootCAs(cfg.CABundle)

@@ -31,6 +31,10 @@ func (s *BackupSpec) StoragePath() string {
 		if s.GCS != nil {
 			return s.GCS.Path
 		}
+	case BackupStorageTypeOSS:
+		if s.OSS != nil {
+			return s.OSS.Path
+		}
 	}
 	return ""
 }

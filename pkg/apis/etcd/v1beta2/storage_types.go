@@ -2,7 +2,7 @@ package v1beta2
 
 // BackupStorageType names the object store that holds backups.
 //
-// +kubebuilder:validation:Enum=S3;ABS;GCS
+// +kubebuilder:validation:Enum=S3;ABS;GCS;OSS
 type BackupStorageType string
 
 // Storage types, with the names coreos/etcd-operator used.
@@ -10,6 +10,9 @@ const (
 	BackupStorageTypeS3  BackupStorageType = "S3"
 	BackupStorageTypeABS BackupStorageType = "ABS"
 	BackupStorageTypeGCS BackupStorageType = "GCS"
+	// BackupStorageTypeOSS is Alibaba Cloud Object Storage Service, reached through its S3
+	// protocol (see OSSSource).
+	BackupStorageTypeOSS BackupStorageType = "OSS"
 )
 
 // Keys of the credential Secrets, in the formats coreos/etcd-operator users already have.
@@ -28,6 +31,10 @@ const (
 	GCPAccessToken = "access-token"
 	// GCPCredentialsJSON is the key of a GCP service account key file.
 	GCPCredentialsJSON = "credentials.json"
+	// OSSSecretAccessKeyID is the key of an Alibaba Cloud AccessKey ID.
+	OSSSecretAccessKeyID = "accessKeyID"
+	// OSSSecretAccessKeySecret is the key of an Alibaba Cloud AccessKey secret.
+	OSSSecretAccessKeySecret = "accessKeySecret"
 )
 
 // Keys of a client TLS Secret (EtcdBackup clientTLSSecret, TLS.static.operatorSecret).
@@ -147,6 +154,46 @@ type GCSSource struct {
 	EndpointCA *SecretKeySelector `json:"endpointCA,omitempty"`
 }
 
+// OSSSource says where a backup lives in Alibaba Cloud Object Storage Service (OSS) and how to
+// reach it: coreos/etcd-operator's OSSBackupSource and OSSRestoreSource (its master branch, after
+// v0.9.4). The operators speak OSS's S3-compatible protocol, so backups, keys and retention are
+// those of S3.
+type OSSSource struct {
+	// path is "<bucket>/<key>", read like S3Source.path.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^/]+/.+$')",message="path must be <bucket>/<key>, e.g. mybucket/etcd.backup"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//')",message="path must not have '.' or '..' segments or empty segments ('//'): object stores take them literally, so the backup would not be where the path seems to say"
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+
+	// ossSecret is the Secret with an Alibaba Cloud AccessKey: `accessKeyID` and
+	// `accessKeySecret`. Required: the operators have no ambient Alibaba Cloud identity.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	OSSSecret string `json:"ossSecret"`
+
+	// endpoint is the OSS region endpoint, e.g. https://oss-cn-hangzhou.aliyuncs.com (or its
+	// S3-compatible form https://s3.oss-cn-hangzhou.aliyuncs.com, or -internal). Unset:
+	// https://oss-cn-hangzhou.aliyuncs.com, the region coreos/etcd-operator defaulted to. An
+	// aliyuncs.com endpoint is reached at its S3-compatible host with bucket subdomains, signed for
+	// the region its name carries; any other host is taken for an S3-compatible stand-in (MinIO)
+	// and addressed path-style.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/]+')",message="endpoint must be an http:// or https:// URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/]*@')",message="endpoint must not carry credentials (user:password@host): put them in the credentials Secret"
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// endpointCA is a key of a Secret in this namespace holding PEM CA certificates that the
+	// operators trust, on top of the public roots, for the endpoint's HTTPS certificate: a
+	// TLS-inspecting proxy, or an S3-compatible stand-in behind a private CA. The backup operator, the
+	// restore operator and the restore's seed pod all use it. Unset: the public roots only.
+	// +optional
+	EndpointCA *SecretKeySelector `json:"endpointCA,omitempty"`
+}
+
 // BackupSource holds exactly one object-store location, matching the storage type.
 type BackupSource struct {
 	// s3 is the location when the storage type is S3.
@@ -158,6 +205,9 @@ type BackupSource struct {
 	// gcs is the location when the storage type is GCS.
 	// +optional
 	GCS *GCSSource `json:"gcs,omitempty"`
+	// oss is the location when the storage type is OSS.
+	// +optional
+	OSS *OSSSource `json:"oss,omitempty"`
 }
 
 // EtcdClusterRef names an EtcdCluster in the same namespace.
