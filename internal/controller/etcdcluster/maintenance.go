@@ -4,21 +4,53 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
+
+// noSpaceCompactTarget is the revision a NOSPACE recovery compacts to, from the newest revision
+// rev: all history, except what the user keeps (auto-compaction in Revision mode keeps the last
+// retention revisions) and what the restore that seeds this cluster still verifies at (its
+// status.verification.revision, until it finishes). 0: compact nothing. Periodic
+// auto-compaction keeps history by time, which the revisions do not tell: NOSPACE then compacts
+// all of it (docs/etcdcluster.md).
+func (r *Reconciler) noSpaceCompactTarget(ctx context.Context, c *etcdv1beta2.EtcdCluster, rev int64) (int64, error) {
+	target := rev
+	if m := c.Spec.Maintenance; m != nil && m.AutoCompaction != nil && m.AutoCompaction.Mode == etcdv1beta2.AutoCompactionRevision {
+		if keep, err := strconv.ParseInt(m.AutoCompaction.Retention, 10, 64); err == nil && keep > 0 {
+			target = rev - keep
+		}
+	}
+	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil {
+		rs := &etcdv1beta2.EtcdRestore{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: b.Restore.RestoreName}, rs)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return 0, fmt.Errorf("NOSPACE: getting EtcdRestore %s of %s: %w", b.Restore.RestoreName, klog.KObj(c), err)
+		case meta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionComplete),
+			meta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionFailed):
+		case rs.Status.Verification != nil && rs.Status.Verification.Revision > 0:
+			target = min(target, rs.Status.Verification.Revision)
+		}
+	}
+	return max(target, 0), nil
+}
 
 // maintain takes the single next upkeep step of a cluster whose membership needs nothing
 // (cluster.Next said None): during a NOSPACE alarm it compacts the history and re-reads the
@@ -41,10 +73,16 @@ func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, o
 		for _, s := range obs.Status {
 			rev = max(rev, s.Revision)
 		}
-		if err := obs.etcd.Compact(ctx, rev); err != nil {
-			return cluster.MaintenanceAction{}, ctrl.Result{}, fmt.Errorf("NOSPACE: compacting %s: %w", klog.KObj(c), err)
+		target, err := r.noSpaceCompactTarget(ctx, c, rev)
+		if err != nil {
+			return cluster.MaintenanceAction{}, ctrl.Result{}, err
 		}
-		maintenanceSteps.WithLabelValues(c.Namespace, c.Name, "Compact").Inc()
+		if target > 0 {
+			if err := obs.etcd.Compact(ctx, target); err != nil {
+				return cluster.MaintenanceAction{}, ctrl.Result{}, fmt.Errorf("NOSPACE: compacting %s: %w", klog.KObj(c), err)
+			}
+			maintenanceSteps.WithLabelValues(c.Namespace, c.Name, "Compact").Inc()
+		}
 		// Fresh sizes: the compaction freed pages that a defragmentation can give back.
 		r.probeMembers(ctx, c, obs.etcd, obs)
 		setObservedStatus(c, obs)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -190,4 +191,47 @@ func TestMaintenancePolicy(t *testing.T) {
 	if _, err := maintenancePolicy(c, created); err == nil {
 		t.Fatal("an invalid schedule was accepted")
 	}
+}
+
+// TestNoSpaceCompactionKeepsHistory (issue 30 item 7): a NOSPACE recovery compacts all history
+// only where nothing asks for it: auto-compaction in Revision mode keeps its last revisions, and
+// the unfinished restore that seeds the cluster keeps the revision it verifies at.
+func TestNoSpaceCompactionKeepsHistory(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "nospace-keep")
+	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Spec: etcdv1beta2.RestoreSpec{
+		EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "c"}, BackupRef: &etcdv1beta2.LocalObjectReference{Name: "b"}}}
+	if err := k8s.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	rs.Status.Verification = &etcdv1beta2.RestoreVerification{Revision: 500}
+	if err := k8s.Status().Update(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	restoring := &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: "r", SeedMember: "c-0"}}
+	revisions := func(mode etcdv1beta2.AutoCompactionMode, retention string) *etcdv1beta2.MaintenanceSpec {
+		return &etcdv1beta2.MaintenanceSpec{AutoCompaction: &etcdv1beta2.AutoCompactionSpec{Mode: mode, Retention: retention}}
+	}
+	check := func(desc string, m *etcdv1beta2.MaintenanceSpec, b *etcdv1beta2.BootstrapSpec, want int64) {
+		t.Helper()
+		c := newCluster(ns, "c", 3)
+		c.Spec.Maintenance, c.Spec.Bootstrap = m, b
+		got, err := reconciler.noSpaceCompactTarget(ctx, c, 1000)
+		if err != nil || got != want {
+			t.Errorf("%s: compacts to %d (%v), want %d", desc, got, err, want)
+		}
+	}
+	check("no settings", nil, nil, 1000)
+	check("periodic auto-compaction", revisions(etcdv1beta2.AutoCompactionPeriodic, "1h"), nil, 1000)
+	check("revision auto-compaction keeps 100", revisions(etcdv1beta2.AutoCompactionRevision, "100"), nil, 900)
+	check("revision auto-compaction keeps more than there is", revisions(etcdv1beta2.AutoCompactionRevision, "5000"), nil, 0)
+	check("a restore verifying at 500", nil, restoring, 500)
+	check("both", revisions(etcdv1beta2.AutoCompactionRevision, "100"), restoring, 500)
+	check("another restore's name", nil, &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: "gone", SeedMember: "c-0"}}, 1000)
+
+	meta.SetStatusCondition(&rs.Status.Conditions, metav1.Condition{Type: etcdv1beta2.RestoreConditionComplete, Status: metav1.ConditionTrue, Reason: "Done", Message: "done"})
+	if err := k8s.Status().Update(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	check("a finished restore", nil, restoring, 1000)
 }
