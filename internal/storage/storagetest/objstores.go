@@ -1,6 +1,6 @@
 // Package storagetest creates buckets on the object-store servers hack/objstores.sh runs (MinIO,
-// fake-gcs-server, Azurite) and the EtcdBackup storage blocks and credential Secrets that point
-// at them, for the backup controllers' integration tests.
+// fake-gcs-server, Azurite; MinIO also stands in for Alibaba OSS) and the EtcdBackup storage
+// blocks and credential Secrets that point at them, for the backup controllers' integration tests.
 package storagetest
 
 import (
@@ -56,6 +56,27 @@ func NewS3Bucket(t testing.TB) *Bucket {
 			}}
 		},
 	}
+}
+
+// NewOSSBucket creates a bucket in MinIO, standing in for Alibaba OSS (which the tests cannot
+// reach); the Secret is an ossSecret (accessKeyID, accessKeySecret) and the block an oss block
+// whose endpoint is MinIO's, which the operators address path-style as a host that is not
+// Alibaba Cloud's.
+func NewOSSBucket(t testing.TB) *Bucket {
+	t.Helper()
+	b := NewS3Bucket(t)
+	env := backendtest.Env(t, "OBJSTORE_S3_ENDPOINT", "OBJSTORE_S3_ACCESS_KEY", "OBJSTORE_S3_SECRET_KEY")
+	b.Type = etcdv1beta2.BackupStorageTypeOSS
+	b.Secret = map[string][]byte{
+		etcdv1beta2.OSSSecretAccessKeyID:     []byte(env["OBJSTORE_S3_ACCESS_KEY"]),
+		etcdv1beta2.OSSSecretAccessKeySecret: []byte(env["OBJSTORE_S3_SECRET_KEY"]),
+	}
+	b.Source = func(key, secret string) etcdv1beta2.BackupSource {
+		return etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{
+			Path: b.Name + "/" + key, OSSSecret: secret, Endpoint: env["OBJSTORE_S3_ENDPOINT"],
+		}}
+	}
+	return b
 }
 
 // NewGCSBucket creates a bucket in fake-gcs-server; the Secret is a gcpSecret with an
