@@ -84,7 +84,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 }
 
 // Wrap returns b instrumented with m; name is the value of the "backend" label: the provider
-// ("s3", "gcs", "abs", "local"), never a bucket, endpoint or other user-supplied text, so that
+// ("s3", "gcs", "abs", "oss", "local"), never a bucket, endpoint or other user-supplied text, so that
 // the number of series stays bounded.
 func (m *Metrics) Wrap(b Backend, name string) Backend {
 	return &instrumented{inner: b, m: m, name: name}
