@@ -60,6 +60,9 @@ type Options struct {
 	// EtcdBackup of any namespace may name in etcdEndpoints besides the Services and pods of its
 	// own namespace (backup-operator). Empty: none.
 	AllowedEtcdEndpoints []string
+	// AllowedIssuerKinds lists the issuer kinds ("<group>/<Kind>") that TLS.auto.issuerRef may
+	// name besides a cert-manager Issuer of the cluster's own namespace (etcd-operator).
+	AllowedIssuerKinds []string
 
 	// WatchNamespaces is WatchNamespace split on commas (Complete fills it); empty means all.
 	WatchNamespaces []string
@@ -113,6 +116,17 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 					return fmt.Errorf("%q: %w", h, err)
 				}
 				o.AllowedEtcdEndpoints = append(o.AllowedEtcdEndpoints, h)
+			}
+		}
+		return nil
+	})
+	fs.Func("allowed-issuer-kinds", "etcd-operator: comma-separated issuer kinds, as <group>/<Kind> (e.g. cert-manager.io/ClusterIssuer), that TLS.auto.issuerRef may name besides a cert-manager Issuer in the cluster's own namespace. An issuer shared by namespaces signs a cluster's member names for whoever may request a Certificate from it (docs/security.md). Empty (default): none; such clusters are Degraded with IssuerNotAllowed.", func(v string) error {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				if g, kind, ok := strings.Cut(k, "/"); !ok || g == "" || kind == "" {
+					return fmt.Errorf("%q: want <group>/<Kind>, e.g. cert-manager.io/ClusterIssuer", k)
+				}
+				o.AllowedIssuerKinds = append(o.AllowedIssuerKinds, k)
 			}
 		}
 		return nil

@@ -277,7 +277,8 @@ func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.R
 // for up to a quarter of an hour.
 func blocked(err error) bool {
 	switch reason.Of(err) {
-	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled:
+	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled,
+		etcdv1beta2.ReasonIssuerNotAllowed:
 		return true
 	}
 	return errors.Is(err, errNotOwned)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,10 @@ func (r *Reconciler) reconcileTLS(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
 		return nil
 	}
-	if c.Spec.TLS.Auto.IssuerRef != nil {
+	if ref := c.Spec.TLS.Auto.IssuerRef; ref != nil {
+		if err := issuerAllowed(ref, r.Options.AllowedIssuerKinds); err != nil {
+			return err
+		}
 		return r.reconcileIssuedTLS(ctx, c)
 	}
 	now := r.Clock.Now()
@@ -133,6 +137,26 @@ func (r *Reconciler) reconcileTLS(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		}
 	}
 	return nil
+}
+
+// issuerAllowed refuses an issuer that other namespaces may share (a ClusterIssuer, an
+// external issuer kind) unless the administrator listed its kind: such an issuer signs this
+// cluster's member names for whoever may request a Certificate from it, and the members trust
+// what it signs.
+func issuerAllowed(ref *etcdv1beta2.CertManagerIssuerRef, allowed []string) error {
+	group, kind := ref.Group, ref.Kind
+	if group == "" {
+		group = "cert-manager.io"
+	}
+	if kind == "" {
+		kind = "Issuer"
+	}
+	if (group == "cert-manager.io" && kind == "Issuer") || slices.Contains(allowed, group+"/"+kind) {
+		return nil
+	}
+	return reason.Errorf(etcdv1beta2.ReasonIssuerNotAllowed,
+		"TLS.auto.issuerRef: %s/%s %s may be shared by other namespaces, which could then get certificates this cluster trusts; use an Issuer in the cluster's namespace, or ask the administrator to list %s/%s in the etcd operator's --allowed-issuer-kinds",
+		group, kind, ref.Name, group, kind)
 }
 
 // ensureCA returns the cluster's CA, made and stored on first use. A CA Secret that does not

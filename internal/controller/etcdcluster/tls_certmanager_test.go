@@ -235,3 +235,38 @@ func deleteCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 		return fmt.Errorf("still there: %w", err)
 	}))
 }
+
+// TestSharedIssuerNeedsTheAdministrator (issue 30 item 2): a ClusterIssuer (or an external
+// issuer kind, which may be cluster-wide) signs a cluster's member names for whoever may request
+// a Certificate from it, so it is refused unless the etcd operator's --allowed-issuer-kinds
+// lists its kind: Degraded IssuerNotAllowed, no Certificate, no pod.
+func TestSharedIssuerNeedsTheAdministrator(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "clusterissuer")
+	c := newCluster(ns, "c", 1)
+	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{IssuerRef: &etcdv1beta2.CertManagerIssuerRef{Name: "shared", Kind: "ClusterIssuer"}}}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	waitDegraded(t, ns, "c", etcdv1beta2.ReasonIssuerNotAllowed, "--allowed-issuer-kinds")
+	if pods := podNames(t, ns); len(pods) != 0 {
+		t.Fatalf("member pods %v created", pods)
+	}
+
+	for _, tc := range []struct {
+		ref     etcdv1beta2.CertManagerIssuerRef
+		allowed []string
+		ok      bool
+	}{
+		{etcdv1beta2.CertManagerIssuerRef{Name: "ca"}, nil, true},
+		{etcdv1beta2.CertManagerIssuerRef{Name: "ca", Kind: "Issuer", Group: "cert-manager.io"}, nil, true},
+		{etcdv1beta2.CertManagerIssuerRef{Name: "ca", Kind: "ClusterIssuer"}, nil, false},
+		{etcdv1beta2.CertManagerIssuerRef{Name: "ca", Kind: "ClusterIssuer"}, []string{"cert-manager.io/ClusterIssuer"}, true},
+		{etcdv1beta2.CertManagerIssuerRef{Name: "ca", Kind: "Issuer", Group: "awspca.cert-manager.io"}, []string{"cert-manager.io/ClusterIssuer"}, false},
+		{etcdv1beta2.CertManagerIssuerRef{Name: "ca", Kind: "AWSPCAClusterIssuer", Group: "awspca.cert-manager.io"}, []string{"awspca.cert-manager.io/AWSPCAClusterIssuer"}, true},
+	} {
+		if err := issuerAllowed(&tc.ref, tc.allowed); (err == nil) != tc.ok {
+			t.Errorf("%+v with %v allowed: %v, want allowed %v", tc.ref, tc.allowed, err, tc.ok)
+		}
+	}
+}

@@ -80,6 +80,9 @@ const (
 	// operator's own cloud identity is not allowed for that bucket (--ambient-credentials) or
 	// would go to an endpoint the spec names.
 	ReasonAmbientCredentialsDenied = "AmbientCredentialsDenied"
+	// ReasonIssuerNotAllowed: TLS.auto.issuerRef names an issuer that is not an Issuer of the
+	// cluster's own namespace, and the etcd operator's --allowed-issuer-kinds does not list its kind.
+	ReasonIssuerNotAllowed = "IssuerNotAllowed"
 	// ReasonEndpointNotAllowed: an EtcdBackup's etcdEndpoints name a host outside the backup's
 	// namespace that the operator's --allowed-etcd-endpoints does not list, or a Service of the
 	// namespace that can lead outside it (ExternalName, no selector, an EndpointSlice address
