@@ -36,7 +36,7 @@ type OSSEndpoint struct {
 	PathStyle bool
 }
 
-// ResolveOSSEndpoint maps an ossSecret block's endpoint onto the S3 protocol. Empty means
+// ResolveOSSEndpoint maps an oss block's endpoint onto the S3 protocol. Empty means
 // DefaultOSSEndpoint. An Alibaba Cloud host oss-<region>[-internal].aliyuncs.com becomes the
 // S3-compatible host Alibaba documents, s3.oss-<region>[-internal].aliyuncs.com (kept as it is
 // when already written so), signed for <region> (e.g. cn-hangzhou) with bucket subdomains;
