@@ -159,6 +159,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
+	// A cluster that coreos/etcd-operator runs is left exactly as it is.
+	if err := r.holdCoreosCluster(ctx, c); err != nil {
+		return r.stop(before, c, err)
+	}
 	// The Services first: the members' DNS names, which observe dials, exist only with the
 	// headless Service (a restored cluster's seed runs before its first pass).
 	var pdbErr, tlsErr error
@@ -278,7 +282,7 @@ func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.R
 func blocked(err error) bool {
 	switch reason.Of(err) {
 	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled,
-		etcdv1beta2.ReasonIssuerNotAllowed:
+		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound:
 		return true
 	}
 	return errors.Is(err, errNotOwned)
@@ -316,7 +320,7 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed,
 		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec,
 		etcdv1beta2.ReasonVolumeExpansionUnsupported, etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials,
-		etcdv1beta2.ReasonCertManagerNotInstalled); cond != nil {
+		etcdv1beta2.ReasonCertManagerNotInstalled, etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {

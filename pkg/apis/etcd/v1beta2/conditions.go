@@ -80,6 +80,9 @@ const (
 	// operator's own cloud identity is not allowed for that bucket (--ambient-credentials) or
 	// would go to an endpoint the spec names.
 	ReasonAmbientCredentialsDenied = "AmbientCredentialsDenied"
+	// ReasonCoreosMembersFound: member pods of the cluster were made by coreos/etcd-operator;
+	// the etcd operator changes nothing of the cluster (docs/migrating-from-coreos.md).
+	ReasonCoreosMembersFound = "CoreosMembersFound"
 	// ReasonIssuerNotAllowed: TLS.auto.issuerRef names an issuer that is not an Issuer of the
 	// cluster's own namespace, and the etcd operator's --allowed-issuer-kinds does not list its kind.
 	ReasonIssuerNotAllowed = "IssuerNotAllowed"
