@@ -1,0 +1,126 @@
+package kubectletcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// ManualBackupOfAnnotation is set on a backup `backup now` created to the schedule whose
+// template it copied. The backup carries neither the schedule's label nor an owner reference:
+// the schedule's history limits do not delete it, and deleting the schedule does not either.
+const ManualBackupOfAnnotation = "etcd.database.coreos.com/manual-backup-of"
+
+// manualTimeFormat is the UTC time in the name of a manual backup, to the second.
+const manualTimeFormat = "20060102t150405z"
+
+// errOutcome is returned when the command printed a failed outcome itself (exit code 1).
+var errOutcome = errors.New("outcome printed")
+
+// backupNow creates a one-shot EtcdBackup from a schedule's template: `kubectl etcd backup now`.
+func (a *App) backupNow(ctx context.Context, args []string) error {
+	fs := a.flagSet("backup now")
+	schedule := fs.String("schedule", "", "the EtcdBackupSchedule whose backupTemplate to use (default: the cluster's only one)")
+	wait := fs.Bool("wait", false, "follow the backup until it is Completed or Failed")
+	timeout := fs.Duration("timeout", 30*time.Minute, "with --wait, how long to follow the backup")
+	pos, err := a.parse(fs, args, 1, "backup now <cluster>")
+	if err != nil {
+		return err
+	}
+	c, ns, err := a.kube.client()
+	if err != nil {
+		return err
+	}
+	r, err := getRelated(ctx, c, ns, pos[0])
+	if err != nil {
+		return err
+	}
+	s, err := r.schedule(*schedule)
+	if err != nil {
+		return err
+	}
+	b := manualBackup(s, a.Now())
+	if err := c.Create(ctx, b); err != nil {
+		return fmt.Errorf("creating EtcdBackup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	fmt.Fprintf(a.Out, "etcdbackup %s/%s created from schedule %s\n", b.Namespace, b.Name, s.Name)
+	if !*wait {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := a.follow(wctx, c, b); err != nil {
+		return err
+	}
+	return a.printOutcome(b)
+}
+
+// manualBackup is the EtcdBackup a manual run of s at now creates: the template's spec with a
+// prefix path (as the schedule's own runs), named <schedule>-manual-<UTC time>.
+func manualBackup(s *etcdv1beta2.EtcdBackupSchedule, now time.Time) *etcdv1beta2.EtcdBackup {
+	tmpl := &s.Spec.BackupTemplate
+	b := &etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   s.Namespace,
+			Name:        fmt.Sprintf("%s-manual-%s", s.Name, now.UTC().Format(manualTimeFormat)),
+			Labels:      maps.Clone(tmpl.Metadata.Labels),
+			Annotations: maps.Clone(tmpl.Metadata.Annotations),
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations[ManualBackupOfAnnotation] = s.Name
+	b.Spec.PathType = etcdv1beta2.BackupPathPrefix
+	return b
+}
+
+// follow polls b until the backup operator finishes it, printing each new phase.
+func (a *App) follow(ctx context.Context, c client.Reader, b *etcdv1beta2.EtcdBackup) error {
+	key := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+	tick := time.NewTicker(a.Interval)
+	defer tick.Stop()
+	last := etcdv1beta2.BackupPhase("")
+	for {
+		if err := c.Get(ctx, key, b); err != nil {
+			return fmt.Errorf("following EtcdBackup %s: %w", key, err)
+		}
+		if b.Status.Phase != last && b.Status.Phase != "" {
+			fmt.Fprintf(a.Out, "phase %s\n", b.Status.Phase)
+			last = b.Status.Phase
+		}
+		if b.IsFinished() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for EtcdBackup %s (phase %q; is the backup operator running?): %w", key, b.Status.Phase, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// printOutcome prints a finished backup; a Failed one is errOutcome.
+func (a *App) printOutcome(b *etcdv1beta2.EtcdBackup) error {
+	st := &b.Status
+	if st.Phase == etcdv1beta2.BackupPhaseFailed {
+		fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))
+		return errOutcome
+	}
+	fmt.Fprintf(a.Out, "Completed: %s\n", orDash(st.Location))
+	fmt.Fprintf(a.Out, "  revision %d, %s, sha256 %s, etcd %s, from %s", st.EtcdRevision, byteSize(st.Size), orDash(st.SHA256), orDash(st.EtcdVersion), orDash(st.Member))
+	if st.Duration != nil {
+		fmt.Fprintf(a.Out, ", took %s", st.Duration.Duration)
+	}
+	fmt.Fprintln(a.Out)
+	return nil
+}

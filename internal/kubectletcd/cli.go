@@ -1,0 +1,127 @@
+// Package kubectletcd is the kubectl plugin `kubectl etcd`: each subcommand reads (and, for
+// `backup now`, creates) the project's objects with the user's kubeconfig and prints one
+// screen to an io.Writer. It runs no controller: what it shows is what the operators wrote.
+package kubectletcd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// App is one invocation of the plugin: its streams, clock and polling interval (tests shorten
+// it), and the client it builds from the global flags.
+type App struct {
+	In       io.Reader
+	Out      io.Writer
+	Err      io.Writer
+	Now      func() time.Time
+	Interval time.Duration
+
+	kube kubeFlags
+}
+
+// New returns an App on the given streams with the wall clock.
+func New(in io.Reader, out, errOut io.Writer) *App {
+	return &App{In: in, Out: out, Err: errOut, Now: time.Now, Interval: 2 * time.Second}
+}
+
+// errUsage is returned for a command line that does not parse; the usage was printed already.
+var errUsage = errors.New("usage")
+
+const usage = `kubectl etcd: day-two actions on the EtcdClusters of the etcd operator suite.
+
+Usage:
+  kubectl etcd status <cluster>                        phase, conditions, members, backups, drills
+  kubectl etcd backup now <cluster> [--schedule s] [--wait]
+                                                       a one-shot EtcdBackup from the schedule's template
+  kubectl etcd backups <cluster> [--schedule s | --backup b] [--ambient-credentials]
+                                                       the backup objects in the bucket
+
+Global flags (anywhere on the line):
+  -n, --namespace   namespace (default: the kubeconfig context's)
+  --kubeconfig      kubeconfig file (default: $KUBECONFIG or ~/.kube/config)
+  --context         kubeconfig context
+`
+
+// Run runs the command line args (without the program name) and returns the exit code: 0 on
+// success, 1 on failure, 2 on a usage error.
+func (a *App) Run(ctx context.Context, args []string) int {
+	err := a.run(ctx, args)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.Is(err, errOutcome):
+		return 1
+	default:
+		fmt.Fprintln(a.Err, "error:", err)
+		return 1
+	}
+}
+
+func (a *App) run(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(a.Out, usage)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "status":
+		return a.status(ctx, rest)
+	case "backup":
+		if len(rest) == 0 || rest[0] != "now" {
+			return a.usageError("backup: want `backup now <cluster>`")
+		}
+		return a.backupNow(ctx, rest[1:])
+	case "backups":
+		return a.backups(ctx, rest)
+	default:
+		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
+	}
+}
+
+// usageError prints msg and the usage to Err.
+func (a *App) usageError(msg string) error {
+	fmt.Fprintf(a.Err, "error: %s\n\n%s", msg, usage)
+	return errUsage
+}
+
+// flagSet is a subcommand's flags with the global ones added.
+func (a *App) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(a.Err)
+	a.kube.add(fs)
+	return fs
+}
+
+// parse parses flags and positional arguments in any order (`status main -n prod` as well as
+// `status -n prod main`), which the flag package alone does not, and returns the positionals;
+// there must be exactly want of them.
+func (a *App) parse(fs *flag.FlagSet, args []string, want int, what string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errUsage
+			}
+			return nil, a.usageError(err.Error())
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if len(pos) != want {
+		return nil, a.usageError(fmt.Sprintf("%s: want %s", fs.Name(), what))
+	}
+	return pos, nil
+}
