@@ -1,0 +1,81 @@
+package kubectletcd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-operator/etcd-operator/internal/storage"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+)
+
+// TestBackups lists a real MinIO bucket through the schedule's storage block and credentials
+// Secret: backups of this cluster under two cluster IDs (before and after a re-creation) are
+// marked *, those of another cluster and of the same name in another namespace !, a legacy key
+// and a foreign object ?; a block without a Secret is refused unless --ambient-credentials.
+func TestBackups(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t)
+	ns := testutil.Namespace(t, k8s, "backups")
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
+		t.Fatal(err)
+	}
+	newCluster(t, ns, "main", etcdv1beta2.ClusterStatus{ClusterID: "00000000000000bb"})
+	s := newSchedule(t, ns, "nightly", "main", bucket.Type, bucket.Source("etcd/backup", "aws"), etcdv1beta2.BackupScheduleStatus{})
+
+	loc, err := storage.FromSpec(&s.Spec.BackupTemplate.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := storage.Open(t.Context(), loc, storage.APISecrets{Reader: k8s, Namespace: ns}, storage.AmbientPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = store.Close() }()
+	const prefix = "etcd/backup"
+	keys := map[string]string{
+		"before re-creation": snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xaa}, 100, now.Add(-48*time.Hour)),
+		"this cluster":       snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xbb}, 200, now.Add(-2*time.Hour)),
+		"other cluster":      snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "other", ClusterID: 0xcc}, 300, now.Add(-time.Hour)),
+		"other namespace":    snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: "staging", Cluster: "main", ClusterID: 0xbb}, 400, now.Add(-time.Hour)),
+		"legacy":             snapshot.ObjectKey(prefix, 50, now.Add(-72*time.Hour)),
+		"foreign":            prefix + "/README.txt",
+	}
+	for what, key := range keys {
+		if err := store.Put(t.Context(), key, strings.NewReader(strings.Repeat("x", 2048))); err != nil {
+			t.Fatalf("putting %s: %v", what, err)
+		}
+	}
+
+	r := run(t.Context(), now, ns, "backups", "main")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	t.Log("\n" + r.out)
+	mustContain(t, r.out, "S3://"+bucket.Name+"/etcd/backup (storage of etcdbackupschedule/nightly), 6 objects", "* = a backup of "+ns+"/main (2)")
+	for what, want := range map[string]string{
+		"before re-creation": "* 2026-11-25T12:00:00Z 2d 100 2.0 KiB " + ns + "/main (cluster ID 00000000000000aa)",
+		"this cluster":       "* 2026-11-27T10:00:00Z 120m 200 2.0 KiB " + ns + "/main (cluster ID 00000000000000bb)",
+		"other cluster":      "! 2026-11-27T11:00:00Z 60m 300 2.0 KiB OTHER: " + ns + "/other",
+		"other namespace":    "! 2026-11-27T11:00:00Z 60m 400 2.0 KiB OTHER: staging/main",
+		"legacy":             "? 2026-11-24T12:00:00Z 3d 50 2.0 KiB legacy (no cluster identity)",
+		"foreign":            "? - - - 2.0 KiB not a backup key",
+	} {
+		if l := squash(line(r.out, keys[what])); !strings.Contains(l, want) {
+			t.Errorf("%s: row %q, want %q", what, l, want)
+		}
+	}
+
+	// A storage block without a credentials Secret: no ambient credentials unless asked for.
+	newSchedule(t, ns, "ambient", "main", bucket.Type, bucket.Source("etcd/backup", ""), etcdv1beta2.BackupScheduleStatus{})
+	r = run(t.Context(), now, ns, "backups", "main", "--schedule", "ambient")
+	if r.code != 1 || !strings.Contains(r.err, "names no credentials Secret") {
+		t.Errorf("without a Secret: exit %d, stderr %q; want the ambient credentials refusal", r.code, r.err)
+	}
+}
