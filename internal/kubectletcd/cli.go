@@ -40,6 +40,8 @@ Usage:
                                                        a one-shot EtcdBackup from the schedule's template
   kubectl etcd backups <cluster> [--schedule s | --backup b] [--ambient-credentials]
                                                        the backup objects in the bucket
+  kubectl etcd snapshot download <backup | location URL> -o <file> [--schedule s | --backup b]
+                                                       stream a backup to a file, checking etcd's sha256
 
 Global flags (anywhere on the line):
   -n, --namespace   namespace (default: the kubeconfig context's)
@@ -83,6 +85,8 @@ func (a *App) run(ctx context.Context, args []string) error {
 		return a.backupNow(ctx, rest[1:])
 	case "backups":
 		return a.backups(ctx, rest)
+	case "snapshot":
+		return a.snapshotCmd(ctx, rest)
 	default:
 		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
 	}
