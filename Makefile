@@ -85,8 +85,8 @@ helm-lint: ## helm lint + helm template renders of charts/etcd-operator (builds 
 
 ##@ Build
 .PHONY: build
-build: ## Build the three operator binaries into bin/.
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/ ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator
+build: ## Build the three operator binaries and the kubectl-etcd plugin into bin/.
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/ ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator ./cmd/kubectl-etcd
 
 .PHONY: images
 images: ## Build the operator (host platform; PLATFORMS="linux/amd64 linux/arm64" for more), etcd and pause images and import them into the local containerd.
