@@ -67,11 +67,12 @@ func (a *App) Run(ctx context.Context, args []string) int {
 }
 
 func (a *App) run(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		fmt.Fprint(a.Err, usage)
+		return errUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(a.Out, usage)
-		if len(args) == 0 {
-			return errUsage
-		}
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
