@@ -42,6 +42,8 @@ Usage:
                                                        the backup objects in the bucket
   kubectl etcd snapshot download <backup | location URL> -o <file> [--schedule s | --backup b]
                                                        stream a backup to a file, checking etcd's sha256
+  kubectl etcd restore <cluster> [--backup b | --schedule s] [--into new-name] [--yes] [--wait]
+                                                       an EtcdRestore, after confirming what it replaces
 
 Global flags (anywhere on the line):
   -n, --namespace   namespace (default: the kubeconfig context's)
@@ -88,6 +90,8 @@ func (a *App) run(ctx context.Context, args []string) error {
 		return a.backups(ctx, rest)
 	case "snapshot":
 		return a.snapshotCmd(ctx, rest)
+	case "restore":
+		return a.restore(ctx, rest)
 	default:
 		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
 	}

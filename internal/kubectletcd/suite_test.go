@@ -55,8 +55,13 @@ type result struct {
 
 // run runs the plugin with args in namespace ns at the clock now.
 func run(ctx context.Context, now time.Time, ns string, args ...string) result {
+	return runIn(ctx, now, ns, "", args...)
+}
+
+// runIn is run with in as what the user types.
+func runIn(ctx context.Context, now time.Time, ns, in string, args ...string) result {
 	var out, errOut bytes.Buffer
-	a := New(strings.NewReader(""), &out, &errOut)
+	a := New(strings.NewReader(in), &out, &errOut)
 	a.Now = func() time.Time { return now }
 	a.Interval = 20 * time.Millisecond
 	code := a.Run(ctx, append(args, "--kubeconfig", kubeconfig, "-n", ns))

@@ -1,0 +1,169 @@
+package kubectletcd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// restore creates an EtcdRestore of a cluster, in place or into a new cluster, after the user
+// confirmed what it replaces: `kubectl etcd restore <cluster>`.
+func (a *App) restore(ctx context.Context, args []string) error {
+	fs := a.flagSet("restore")
+	backupName := fs.String("backup", "", "restore this successful EtcdBackup")
+	schedule := fs.String("schedule", "", "restore the newest successful backup of this EtcdBackupSchedule (default: the cluster's only schedule)")
+	into := fs.String("into", "", "restore into a new cluster of this name, with the cluster's spec as template, leaving the cluster as it is")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	wait := fs.Bool("wait", false, "follow the restore until it Succeeded or Failed")
+	timeout := fs.Duration("timeout", time.Hour, "with --wait, how long to follow the restore")
+	pos, err := a.parse(fs, args, 1, "restore <cluster>")
+	if err != nil {
+		return err
+	}
+	if *backupName != "" && *schedule != "" {
+		return a.usageError("restore: --backup and --schedule exclude each other")
+	}
+	c, ns, err := a.kube.client()
+	if err != nil {
+		return err
+	}
+	r, err := getRelated(ctx, c, ns, pos[0])
+	if err != nil {
+		return err
+	}
+	spec, what, err := restoreSource(ctx, c, r, *backupName, *schedule)
+	if err != nil {
+		return err
+	}
+	target := r.cluster
+	if *into != "" {
+		if *into == r.cluster.Name {
+			return a.usageError("restore: --into names the cluster itself; leave it out to restore in place")
+		}
+		spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: r.cluster.Name}
+		if target, err = getClusterIfExists(ctx, c, ns, *into); err != nil {
+			return err
+		}
+	}
+	spec.EtcdCluster = etcdv1beta2.EtcdClusterRef{Name: r.cluster.Name}
+	if *into != "" {
+		spec.EtcdCluster.Name = *into
+	}
+	if target != nil && !*yes && !a.confirm(target, what) {
+		fmt.Fprintln(a.Out, "Aborted: nothing was created.")
+		return errOutcome
+	}
+	rs := &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-restore-%s", spec.EtcdCluster.Name, a.Now().UTC().Format(manualTimeFormat))},
+		Spec:       *spec,
+	}
+	if err := c.Create(ctx, rs); err != nil {
+		return fmt.Errorf("creating EtcdRestore %s/%s: %w", rs.Namespace, rs.Name, err)
+	}
+	how := "in place"
+	if *into != "" {
+		how = "into new cluster " + *into + " (template " + r.cluster.Name + ")"
+	}
+	fmt.Fprintf(a.Out, "etcdrestore %s/%s created: %s, %s\n", rs.Namespace, rs.Name, what, how)
+	if !*wait {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	return a.followRestore(wctx, c, rs)
+}
+
+// restoreSource is the restore spec naming the backup (backupRef or backupScheduleRef) and a
+// description of that backup for the prompt.
+func restoreSource(ctx context.Context, c client.Reader, r *related, backupName, schedule string) (*etcdv1beta2.RestoreSpec, string, error) {
+	if backupName != "" {
+		b, err := getBackup(ctx, c, r.cluster.Namespace, backupName)
+		if err != nil {
+			return nil, "", err
+		}
+		if b.Status.Phase != etcdv1beta2.BackupPhaseCompleted {
+			return nil, "", fmt.Errorf("EtcdBackup %s/%s is %q, not Completed: only a successful backup can be restored", b.Namespace, b.Name, b.Status.Phase)
+		}
+		what := fmt.Sprintf("backup %s (%s, revision %d, taken %s)", b.Name, orDash(b.Status.Location), b.Status.EtcdRevision, stamp(b.Status.LastSuccessDate))
+		return &etcdv1beta2.RestoreSpec{BackupRef: &etcdv1beta2.LocalObjectReference{Name: b.Name}}, what, nil
+	}
+	s, err := r.schedule(schedule)
+	if err != nil {
+		return nil, "", err
+	}
+	if s.Status.LastSuccessfulTime == nil {
+		return nil, "", fmt.Errorf("EtcdBackupSchedule %s/%s has no successful backup yet", s.Namespace, s.Name)
+	}
+	what := fmt.Sprintf("the newest backup of schedule %s (now %s, %s, taken %s)", s.Name, orDash(s.Status.LastSuccessfulBackup), orDash(s.Status.LastSuccessfulLocation), stamp(s.Status.LastSuccessfulTime))
+	return &etcdv1beta2.RestoreSpec{BackupScheduleRef: &etcdv1beta2.LocalObjectReference{Name: s.Name}}, what, nil
+}
+
+// getClusterIfExists returns EtcdCluster ns/name, or nil when there is none.
+func getClusterIfExists(ctx context.Context, c client.Reader, ns, name string) (*etcdv1beta2.EtcdCluster, error) {
+	ec := &etcdv1beta2.EtcdCluster{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting EtcdCluster %s/%s: %w", ns, name, err)
+	}
+	return ec, nil
+}
+
+// confirm names the cluster a restore replaces and what replaces it, and asks for the cluster's
+// name on In.
+func (a *App) confirm(target *etcdv1beta2.EtcdCluster, what string) bool {
+	st := &target.Status
+	fmt.Fprintf(a.Out, "This REPLACES EtcdCluster %s/%s (%s, %d of %d members ready, etcd %s, last revision %d)\nwith %s.\n",
+		target.Namespace, target.Name, orDash(string(st.Phase)), st.ReadyMembers, st.Size, orDash(st.CurrentVersion), st.LastRevision, what)
+	fmt.Fprintf(a.Out, "Its current data is lost; writes made after the backup are gone.\nType the cluster name (%s) to continue: ", target.Name)
+	line, _ := bufio.NewReader(a.In).ReadString('\n')
+	return strings.TrimSpace(line) == target.Name
+}
+
+// followRestore polls the restore until it Succeeded or Failed, printing each new phase.
+func (a *App) followRestore(ctx context.Context, c client.Reader, rs *etcdv1beta2.EtcdRestore) error {
+	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
+	tick := time.NewTicker(a.Interval)
+	defer tick.Stop()
+	last := etcdv1beta2.RestorePhase("")
+	for {
+		if err := c.Get(ctx, key, rs); err != nil {
+			return fmt.Errorf("following EtcdRestore %s: %w", key, err)
+		}
+		st := &rs.Status
+		if st.Phase != last && st.Phase != "" {
+			fmt.Fprintf(a.Out, "phase %s\n", st.Phase)
+			last = st.Phase
+		}
+		switch st.Phase {
+		case etcdv1beta2.RestorePhaseFailed:
+			fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))
+			return errOutcome
+		case etcdv1beta2.RestorePhaseSucceeded:
+			fmt.Fprintf(a.Out, "Succeeded: %s restored at revision %d", orDash(st.BackupLocation), st.RestoredRevision)
+			if st.Duration != nil {
+				fmt.Fprintf(a.Out, " in %s", st.Duration.Duration)
+			}
+			if v := st.Verification; v != nil {
+				fmt.Fprintf(a.Out, ", %d keys verified", v.Keys)
+			}
+			fmt.Fprintln(a.Out)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for EtcdRestore %s (phase %q; is the restore operator running?): %w", key, st.Phase, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}

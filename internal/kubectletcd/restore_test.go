@@ -1,0 +1,100 @@
+package kubectletcd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// TestRestoreInPlace: restoring a cluster in place names the cluster and the backup in the
+// prompt; a wrong answer creates nothing, the cluster's name creates an EtcdRestore with
+// backupRef and no template; a backup that did not complete is refused before any prompt.
+func TestRestoreInPlace(t *testing.T) {
+	ns := testutil.Namespace(t, k8s, "restore")
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	newCluster(t, ns, "main", etcdv1beta2.ClusterStatus{Phase: etcdv1beta2.ClusterPhaseRunning, Size: 3, ReadyMembers: 3, CurrentVersion: "3.6.16", LastRevision: 9000})
+	for name, phase := range map[string]etcdv1beta2.BackupPhase{"good": etcdv1beta2.BackupPhaseCompleted, "broken": etcdv1beta2.BackupPhaseFailed} {
+		b := &etcdv1beta2.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: etcdv1beta2.BackupSpec{
+			EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "main"}, StorageType: etcdv1beta2.BackupStorageTypeS3, BackupSource: s3Source("bucket/" + name)}}
+		if err := k8s.Create(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+		b.Status = etcdv1beta2.BackupStatus{Phase: phase, Location: "S3://bucket/" + name, EtcdRevision: 8000, LastSuccessDate: &metav1.Time{Time: now.Add(-time.Hour)}}
+		if err := k8s.Status().Update(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restores := func() []etcdv1beta2.EtcdRestore {
+		var l etcdv1beta2.EtcdRestoreList
+		if err := k8s.List(t.Context(), &l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		return l.Items
+	}
+
+	r := runIn(t.Context(), now, ns, "yes\n", "restore", "main", "--backup", "good")
+	t.Log("\n" + r.out)
+	mustContain(t, r.out, "This REPLACES EtcdCluster "+ns+"/main (Running, 3 of 3 members ready, etcd 3.6.16, last revision 9000)",
+		"with backup good (S3://bucket/good, revision 8000, taken 2026-11-27T02:00:00Z)", "Type the cluster name (main)", "Aborted: nothing was created.")
+	if r.code != 1 || len(restores()) != 0 {
+		t.Fatalf("wrong answer: exit %d, %d restores; want 1 and none", r.code, len(restores()))
+	}
+
+	r = runIn(t.Context(), now, ns, "main\n", "restore", "main", "--backup", "good")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	mustContain(t, r.out, "etcdrestore "+ns+"/main-restore-20261127t030000z created: backup good")
+	got := restores()
+	if len(got) != 1 || got[0].Spec.EtcdCluster.Name != "main" || got[0].Spec.ClusterTemplate != nil || got[0].Spec.BackupRef == nil || got[0].Spec.BackupRef.Name != "good" {
+		t.Fatalf("restores %+v, want one of main in place from backupRef good", got)
+	}
+
+	r = run(t.Context(), now, ns, "restore", "main", "--backup", "broken", "--yes")
+	if r.code != 1 || !strings.Contains(r.err, `is "Failed", not Completed`) {
+		t.Errorf("failed backup: exit %d, stderr %q", r.code, r.err)
+	}
+}
+
+// TestRestoreInto: restoring into a new name asks nothing (nothing is replaced), uses the
+// cluster as template and the schedule's newest backup, and --wait follows the restore to
+// Succeeded (the test writes the restore operator's status).
+func TestRestoreInto(t *testing.T) {
+	ns := testutil.Namespace(t, k8s, "restore")
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	newCluster(t, ns, "main", etcdv1beta2.ClusterStatus{})
+	newSchedule(t, ns, "nightly", "main", etcdv1beta2.BackupStorageTypeS3, s3Source("bucket/main"), etcdv1beta2.BackupScheduleStatus{
+		LastSuccessfulTime: &metav1.Time{Time: now.Add(-time.Hour)}, LastSuccessfulBackup: "nightly-1", LastSuccessfulLocation: "S3://bucket/main_1"})
+
+	done := make(chan result, 1)
+	go func() { done <- run(t.Context(), now, ns, "restore", "main", "--into", "scratch", "--wait") }()
+	rs := &etcdv1beta2.EtcdRestore{}
+	key := client.ObjectKey{Namespace: ns, Name: "scratch-restore-20261127t030000z"}
+	testutil.Eventually(t, testutil.Timeout, "the EtcdRestore", testutil.NoError(func() error { return k8s.Get(t.Context(), key, rs) }))
+	if rs.Spec.EtcdCluster.Name != "scratch" || rs.Spec.ClusterTemplate == nil || rs.Spec.ClusterTemplate.Name != "main" || rs.Spec.BackupScheduleRef == nil || rs.Spec.BackupScheduleRef.Name != "nightly" {
+		t.Errorf("spec %+v, want scratch from template main and schedule nightly", rs.Spec)
+	}
+	rs.Status = etcdv1beta2.RestoreStatus{Phase: etcdv1beta2.RestorePhaseSucceeded, Succeeded: true, BackupLocation: "S3://bucket/main_1", RestoredRevision: 1000008000,
+		Duration: &metav1.Duration{Duration: 95 * time.Second}, Verification: &etcdv1beta2.RestoreVerification{Keys: 1200}}
+	if err := k8s.Status().Update(t.Context(), rs); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(testutil.Timeout):
+		t.Fatal("restore --wait did not return after the restore finished")
+	}
+	t.Log("\n" + r.out + r.err)
+	if r.code != 0 || strings.Contains(r.out, "REPLACES") {
+		t.Errorf("exit %d, want 0 without a prompt", r.code)
+	}
+	mustContain(t, r.out, "into new cluster scratch (template main)", "the newest backup of schedule nightly (now nightly-1, S3://bucket/main_1",
+		"Succeeded: S3://bucket/main_1 restored at revision 1000008000 in 1m35s, 1200 keys verified")
+}
