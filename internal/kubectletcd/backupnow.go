@@ -35,11 +35,7 @@ func (a *App) backupNow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, ns, err := a.kube.client()
-	if err != nil {
-		return err
-	}
-	r, err := getRelated(ctx, c, ns, pos[0])
+	c, r, err := a.connect(ctx, pos[0])
 	if err != nil {
 		return err
 	}

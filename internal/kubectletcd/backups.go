@@ -28,11 +28,7 @@ func (a *App) backups(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, ns, err := a.kube.client()
-	if err != nil {
-		return err
-	}
-	r, err := getRelated(ctx, c, ns, pos[0])
+	c, r, err := a.connect(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -48,7 +44,7 @@ func (a *App) backups(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("storage of %s: %w", from, err)
 	}
-	store, err := storage.Open(ctx, loc, storage.APISecrets{Reader: c, Namespace: ns}, policy)
+	store, err := storage.Open(ctx, loc, storage.APISecrets{Reader: c, Namespace: r.cluster.Namespace}, policy)
 	if err != nil {
 		return fmt.Errorf("opening the storage of %s: %w", from, err)
 	}

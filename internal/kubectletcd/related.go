@@ -19,6 +19,20 @@ type related struct {
 	backups   []etcdv1beta2.EtcdBackup
 }
 
+// connect opens the API client and reads cluster name of the current namespace with its related
+// objects (getRelated): what every command about one cluster starts with.
+func (a *App) connect(ctx context.Context, name string) (client.Client, *related, error) {
+	c, ns, err := a.kube.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := getRelated(ctx, c, ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, r, nil
+}
+
 // getRelated reads cluster ns/name, the EtcdBackupSchedules whose template names it, and the
 // EtcdBackups whose spec names it (etcdCluster; backups of etcdEndpoints are not attributed).
 func getRelated(ctx context.Context, c client.Reader, ns, name string) (*related, error) {

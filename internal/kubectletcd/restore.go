@@ -32,11 +32,7 @@ func (a *App) restore(ctx context.Context, args []string) error {
 	if *backupName != "" && *schedule != "" {
 		return a.usageError("restore: --backup and --schedule exclude each other")
 	}
-	c, ns, err := a.kube.client()
-	if err != nil {
-		return err
-	}
-	r, err := getRelated(ctx, c, ns, pos[0])
+	c, r, err := a.connect(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -50,7 +46,7 @@ func (a *App) restore(ctx context.Context, args []string) error {
 			return a.usageError("restore: --into names the cluster itself; leave it out to restore in place")
 		}
 		spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: r.cluster.Name}
-		if target, err = getClusterIfExists(ctx, c, ns, *into); err != nil {
+		if target, err = getClusterIfExists(ctx, c, r.cluster.Namespace, *into); err != nil {
 			return err
 		}
 	}
@@ -63,7 +59,7 @@ func (a *App) restore(ctx context.Context, args []string) error {
 		return errOutcome
 	}
 	rs := &etcdv1beta2.EtcdRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-restore-%s", spec.EtcdCluster.Name, a.Now().UTC().Format(manualTimeFormat))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.cluster.Namespace, Name: fmt.Sprintf("%s-restore-%s", spec.EtcdCluster.Name, a.Now().UTC().Format(manualTimeFormat))},
 		Spec:       *spec,
 	}
 	if err := c.Create(ctx, rs); err != nil {

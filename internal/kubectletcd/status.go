@@ -20,11 +20,7 @@ func (a *App) status(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, ns, err := a.kube.client()
-	if err != nil {
-		return err
-	}
-	r, err := getRelated(ctx, c, ns, pos[0])
+	_, r, err := a.connect(ctx, pos[0])
 	if err != nil {
 		return err
 	}
