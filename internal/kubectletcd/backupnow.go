@@ -9,8 +9,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubename"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -19,8 +21,15 @@ import (
 // the schedule's history limits do not delete it, and deleting the schedule does not either.
 const ManualBackupOfAnnotation = "etcd.database.coreos.com/manual-backup-of"
 
-// manualTimeFormat is the UTC time in the name of a manual backup, to the second.
+// manualTimeFormat is the UTC time in the name of a manual backup or restore, to the second.
 const manualTimeFormat = "20060102t150405z"
+
+// manualName is <base><kind><UTC time>, shortened with a hash of base when it would not fit a
+// label value: the restore operator labels the pods it makes with the EtcdRestore's name, and a
+// longer name fails its preflight.
+func manualName(base, kind string, now time.Time) string {
+	return kubename.Fit(base, kind+now.UTC().Format(manualTimeFormat), validation.LabelValueMaxLength)
+}
 
 // errOutcome is returned when the command printed a failed outcome itself (exit code 1).
 var errOutcome = errors.New("outcome printed")
@@ -66,7 +75,7 @@ func manualBackup(s *etcdv1beta2.EtcdBackupSchedule, now time.Time) *etcdv1beta2
 	b := &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   s.Namespace,
-			Name:        fmt.Sprintf("%s-manual-%s", s.Name, now.UTC().Format(manualTimeFormat)),
+			Name:        manualName(s.Name, "-manual-", now),
 			Labels:      maps.Clone(tmpl.Metadata.Labels),
 			Annotations: maps.Clone(tmpl.Metadata.Annotations),
 		},

@@ -59,7 +59,7 @@ func (a *App) restore(ctx context.Context, args []string) error {
 		return errOutcome
 	}
 	rs := &etcdv1beta2.EtcdRestore{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.cluster.Namespace, Name: fmt.Sprintf("%s-restore-%s", spec.EtcdCluster.Name, a.Now().UTC().Format(manualTimeFormat))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.cluster.Namespace, Name: manualName(spec.EtcdCluster.Name, "-restore-", a.Now())},
 		Spec:       *spec,
 	}
 	if err := c.Create(ctx, rs); err != nil {
