@@ -70,11 +70,16 @@ type Desired struct {
 	Version string
 	// PVC is true when members keep their data on PersistentVolumeClaims.
 	PVC bool
-	// SeedMember is set when the restore operator makes the seed member (bootstrap.restore).
+	// SeedMember is set for a cluster built from a backup (bootstrap.restore): the member
+	// the others are checked against.
 	SeedMember string
-	// RestoredMembers are the members the restore operator restores from the backup at once
+	// RestoredMembers are the members restored from the backup at once
 	// (bootstrap.restore.members, SeedMember among them); empty: the seed alone.
 	RestoredMembers []string
+	// BuildRestored is true when this operator builds the restored members itself
+	// (bootstrap.restore.source) and the restore has not failed; false when the restore
+	// operator seeds them (bootstrap.restore without source).
+	BuildRestored bool
 }
 
 // AllAnswer reports whether every member named answers without errors (names empty: true).
@@ -99,19 +104,20 @@ type ActionKind string
 
 // The steps the controller can take; exactly one per pass.
 const (
-	ActionNone          ActionKind = "None"          // nothing to do: the cluster matches the spec
-	ActionWait          ActionKind = "Wait"          // something is in progress; observe again later
-	ActionWaitForSeed   ActionKind = "WaitForSeed"   // bootstrap.restore: the seed is not there or not formed yet
-	ActionQuorumLost    ActionKind = "QuorumLost"    // a majority of voting members is down: touch nothing
-	ActionCreateSeed    ActionKind = "CreateSeed"    // create the first member's pod (new cluster)
-	ActionCreatePod     ActionKind = "CreatePod"     // create the pod of a member added but never started
-	ActionRecreatePod   ActionKind = "RecreatePod"   // create the pod of a member on its existing volume
-	ActionAddMember     ActionKind = "AddMember"     // add a learner through the membership API
-	ActionPromote       ActionKind = "Promote"       // promote a started learner
-	ActionRemoveMember  ActionKind = "RemoveMember"  // remove a member, then delete its pod and volume
-	ActionDeletePod     ActionKind = "DeletePod"     // delete a pod (and volume) that has no member
-	ActionDeleteFailed  ActionKind = "DeleteFailed"  // delete a failed pod whose data lives on a volume
-	ActionUpgradeMember ActionKind = "UpgradeMember" // move one member's pod to Version
+	ActionNone           ActionKind = "None"           // nothing to do: the cluster matches the spec
+	ActionWait           ActionKind = "Wait"           // something is in progress; observe again later
+	ActionWaitForSeed    ActionKind = "WaitForSeed"    // bootstrap.restore: the seed is not there or not formed yet
+	ActionQuorumLost     ActionKind = "QuorumLost"     // a majority of voting members is down: touch nothing
+	ActionCreateSeed     ActionKind = "CreateSeed"     // create the first member's pod (new cluster)
+	ActionRestoreMembers ActionKind = "RestoreMembers" // create the pods of the members restored from a backup at once
+	ActionCreatePod      ActionKind = "CreatePod"      // create the pod of a member added but never started
+	ActionRecreatePod    ActionKind = "RecreatePod"    // create the pod of a member on its existing volume
+	ActionAddMember      ActionKind = "AddMember"      // add a learner through the membership API
+	ActionPromote        ActionKind = "Promote"        // promote a started learner
+	ActionRemoveMember   ActionKind = "RemoveMember"   // remove a member, then delete its pod and volume
+	ActionDeletePod      ActionKind = "DeletePod"      // delete a pod (and volume) that has no member
+	ActionDeleteFailed   ActionKind = "DeleteFailed"   // delete a failed pod whose data lives on a volume
+	ActionUpgradeMember  ActionKind = "UpgradeMember"  // move one member's pod to Version
 
 	// ActionMembershipUnverified: the step needs a linearizable member list and this one is
 	// not; nothing changes.
@@ -169,8 +175,12 @@ func verified(o Observed, act Action) Action {
 
 func next(d Desired, o Observed) Action {
 	if d.SeedMember != "" && !o.Formed {
-		// The restore operator makes the seed, pod and volume; this operator only waits
-		// until it answers and its cluster ID is recorded.
+		// Every member restored from the backup is created at once (with bootstrap.restore.source
+		// by this operator, otherwise by the restore operator); then this operator waits
+		// until they answer and records their cluster ID.
+		if missing := d.missingRestored(o); len(missing) > 0 && d.BuildRestored {
+			return Action{Kind: ActionRestoreMembers, Pod: missing[0], Message: "creating the pods of members " + strings.Join(missing, ", ") + ", each restoring the backup"}
+		}
 		if o.Reachable && !o.AllAnswer(d.RestoredMembers) {
 			// The cluster is not taken over (nor its members judged) before every member restored
 			// from the backup runs: one that is still starting is not a lost member.
@@ -179,6 +189,9 @@ func next(d Desired, o Observed) Action {
 		}
 		if o.Reachable {
 			return Action{Kind: ActionWait, Pod: d.SeedMember, Message: "seed member " + d.SeedMember + " answers: recording its cluster ID before any other step"}
+		}
+		if d.BuildRestored {
+			return Action{Kind: ActionWaitForSeed, Pod: d.SeedMember, Message: "waiting for the members restored from the backup to start"}
 		}
 		return Action{Kind: ActionWaitForSeed, Pod: d.SeedMember, Message: "waiting for the restore operator's seed member " + d.SeedMember}
 	}

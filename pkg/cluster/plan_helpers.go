@@ -146,3 +146,25 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Restored are the members restored from the backup at once: RestoredMembers, or the seed
+// alone.
+func (d Desired) Restored() []string {
+	if len(d.RestoredMembers) > 0 {
+		return d.RestoredMembers
+	}
+	return []string{d.SeedMember}
+}
+
+// missingRestored are the restored members without a pod of this cluster's and without a
+// foreign object at their name (a foreign pod there is reported by the restore phase, never
+// replaced).
+func (d Desired) missingRestored(o Observed) []string {
+	var out []string
+	for _, n := range d.Restored() {
+		if _, ok := o.Pods[n]; !ok && !o.ReservedNames[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}

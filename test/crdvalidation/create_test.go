@@ -2,6 +2,7 @@ package crdvalidation
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -125,6 +126,11 @@ func TestEtcdClusterAdmission(t *testing.T) {
 		{name: "restore bootstrap with members", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r, seedMember: c-0, members: [c-0, c-1, c-2]}}")},
 		{name: "restore members without the seed", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r, seedMember: c-0, members: [c-1, c-2]}}"), want: "members, when set, must include seedMember"},
 		{name: "restore members repeated", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r, seedMember: c-0, members: [c-0, c-0]}}"), want: "Duplicate value"},
+		{name: "restore from a source", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: S3, s3: {path: bkt/ns/c/x.db, awsSecret: aws}, sha256: " + strings.Repeat("ab", 32) + ", size: 20480, revision: 42}}}")},
+		{name: "restore with neither source nor restore", manifest: cluster("size: 3\n  bootstrap: {restore: {seedMember: c-0}}"), want: "bootstrap.restore needs source"},
+		{name: "restore without source needs a seed", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r}}"), want: "seedMember is required without source"},
+		{name: "restore source without its block", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: GCS, s3: {path: bkt/x.db, awsSecret: aws}}}}"), want: "storageType GCS needs the gcs block"},
+		{name: "restore source bad sha256", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: S3, s3: {path: bkt/x.db, awsSecret: aws}, sha256: XYZ}}}"), want: "sha256"},
 	})
 }
 

@@ -36,7 +36,10 @@ func (r *Reconciler) noSpaceCompactTarget(ctx context.Context, c *etcdv1beta2.Et
 			target = rev - keep
 		}
 	}
-	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil {
+	if restoring(c) && c.Status.Restore != nil && c.Status.Restore.Revision > 0 {
+		target = min(target, c.Status.Restore.Revision) // this operator's own restore still verifies there
+	}
+	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil && b.Restore.RestoreName != "" {
 		rs := &etcdv1beta2.EtcdRestore{}
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: b.Restore.RestoreName}, rs)
 		switch {

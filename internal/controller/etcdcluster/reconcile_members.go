@@ -53,6 +53,10 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		return ctrl.Result{RequeueAfter: requeueQuorumLost}, nil
 	case cluster.ActionMembershipUnverified, cluster.ActionClusterIDMismatch:
 		return ctrl.Result{RequeueAfter: requeueUnverified}, nil
+	case cluster.ActionRestoreMembers:
+		if err := r.createRestoreMembers(ctx, c, obs); err != nil {
+			return ctrl.Result{}, err
+		}
 	case cluster.ActionCreateSeed:
 		if err := r.createMemberPod(ctx, c, act.Pod, version, "new", act.Pod+"="+member.PeerURL(c, act.Pod)); err != nil {
 			return ctrl.Result{}, err

@@ -30,6 +30,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -57,6 +58,13 @@ type Reconciler struct {
 	// AlarmProbe asks a member's metrics listener for etcd's alarms (alarms.go); an HTTP GET
 	// of /health unless a test replaces it.
 	AlarmProbe AlarmProbe
+	// AgentImage is the image with the restore agent (the restore-operator binary) that the
+	// members restored from bootstrap.restore.source run first; Setup finds it
+	// (--seed-agent-image, else the operator's own pod).
+	AgentImage string
+	// RestoreCheck reads one member's keyspace figures to verify a restore;
+	// restoreboot.CheckMember unless a test replaces it.
+	RestoreCheck restoreboot.MemberCheck
 
 	// warned remembers the last Warning reason per cluster UID and condition type, so that a
 	// pass that reads a status from the cache that does not show the previous pass's patch yet
@@ -73,7 +81,12 @@ type Reconciler struct {
 
 // Setup registers the EtcdCluster controller with the manager.
 func Setup(mgr ctrl.Manager, opts *options.Options) error {
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts}
+	image, err := restoreboot.AgentImage(context.Background(), mgr.GetAPIReader(), opts)
+	if err != nil {
+		// Clusters restored from bootstrap.restore.source say so; everything else works.
+		ctrl.Log.Error(err, "No image for the restore agent: clusters cannot be built from bootstrap.restore.source")
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: image}
 	return r.SetupWithManager(mgr)
 }
 
@@ -200,6 +213,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.recallDefragmentations(c)
 	setPaused(c)
 	target, upgradeErr := targetVersion(c, obs)
+	var restoreErr error
+	if restoring(c) && !c.Spec.Paused {
+		// Built from a backup: the restore's progress, its failure, or its verification.
+		if restoreErr = r.reconcileRestore(ctx, c, obs); restoreErr != nil && c.Status.ClusterID == "" {
+			return r.stop(before, c, restoreErr)
+		}
+	}
 	if c.Spec.Paused {
 		setConditions(c, obs, cluster.Action{Kind: cluster.ActionNone}, target, upgradeErr, nil, nil)
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
@@ -215,7 +235,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The namespace goes, and the cluster with it: nothing to retry.
 		return ctrl.Result{}, nil
 	}
-	setConditions(c, obs, act, target, upgradeErr, err, pdbErr)
+	stepErr := err
+	if stepErr == nil {
+		stepErr = restoreErr // a formed cluster whose restore did not verify: Degraded says why
+	}
+	setConditions(c, obs, act, target, upgradeErr, stepErr, pdbErr)
 	if act.Kind == cluster.ActionNone && err == nil && obs.etcd != nil {
 		// Membership needs nothing: the volumes' size, then the storage's upkeep (NOSPACE,
 		// defragmentation).
@@ -253,7 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // pod would follow), and so is deleting a failed volume member's pod (its re-creation would).
 func needsCertificates(kind cluster.ActionKind) bool {
 	switch kind {
-	case cluster.ActionCreateSeed, cluster.ActionCreatePod, cluster.ActionRecreatePod, cluster.ActionAddMember,
+	case cluster.ActionCreateSeed, cluster.ActionRestoreMembers, cluster.ActionCreatePod, cluster.ActionRecreatePod, cluster.ActionAddMember,
 		cluster.ActionUpgradeMember, cluster.ActionDeleteFailed:
 		return true
 	}
@@ -282,7 +306,7 @@ func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.R
 func blocked(err error) bool {
 	switch reason.Of(err) {
 	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled,
-		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound:
+		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonRestoreFailed, etcdv1beta2.ReasonSeedConflict:
 		return true
 	}
 	return errors.Is(err, errNotOwned)
@@ -292,9 +316,12 @@ func blocked(err error) bool {
 func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.Desired {
 	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target}
 	d.PVC = c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil
-	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
-		d.SeedMember = c.Spec.Bootstrap.Restore.SeedMember
-		d.RestoredMembers = c.Spec.Bootstrap.Restore.Members
+	switch b := c.Spec.Bootstrap; {
+	case b == nil || b.Restore == nil:
+	case b.Restore.Source != nil:
+		d.SeedMember, d.RestoredMembers, d.BuildRestored = restoreSeed(c), restoreNames(c), !restoreFailed(c)
+	default:
+		d.SeedMember, d.RestoredMembers = b.Restore.SeedMember, b.Restore.Members
 	}
 	return d
 }

@@ -146,7 +146,7 @@ func recoveryName(cluster string, t time.Time) string {
 // EtcdRestore: what was restored and how much was lost. Read once, while the seed is awaited.
 func (r *Reconciler) recordRecovery(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	b := c.Spec.Bootstrap
-	if b == nil || b.Restore == nil || c.Status.LastRecovery != nil || c.Status.ClusterID != "" {
+	if b == nil || b.Restore == nil || b.Restore.RestoreName == "" || c.Status.LastRecovery != nil || c.Status.ClusterID != "" {
 		return nil
 	}
 	rs := &etcdv1beta2.EtcdRestore{}

@@ -20,7 +20,7 @@ import (
 // nothing but get on EtcdRestores.
 func (r *Reconciler) setRestoreFailed(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	b := c.Spec.Bootstrap
-	if b == nil || b.Restore == nil || c.Status.ClusterID != "" {
+	if b == nil || b.Restore == nil || b.Restore.RestoreName == "" || c.Status.ClusterID != "" {
 		return nil
 	}
 	rs := &etcdv1beta2.EtcdRestore{}

@@ -97,6 +97,8 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 	switch {
 	case mismatch(obs):
 		set(etcdv1beta2.ClusterConditionAvailable, false, etcdv1beta2.ReasonClusterIDMismatch, fmt.Sprintf("the members that answer belong to etcd cluster %x, not %s", obs.ClusterID, c.Status.ClusterID))
+	case available && restoring(c):
+		set(etcdv1beta2.ClusterConditionAvailable, false, etcdv1beta2.ReasonRestoring, "the members run, but are not verified against the backup yet (condition Restored)")
 	case available:
 		set(etcdv1beta2.ClusterConditionAvailable, true, etcdv1beta2.ReasonClusterHealthy, fmt.Sprintf("%d of %d voting members are healthy", healthy, voters))
 	default:
@@ -188,7 +190,7 @@ func phase(c *etcdv1beta2.EtcdCluster) etcdv1beta2.ClusterPhase {
 	case meta.IsStatusConditionPresentAndEqual(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue) &&
 		meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded).Reason == etcdv1beta2.ReasonQuorumLost:
 		return etcdv1beta2.ClusterPhaseFailed
-	case !is(etcdv1beta2.ClusterConditionAvailable) && c.Status.ClusterID == "":
+	case !is(etcdv1beta2.ClusterConditionAvailable) && (c.Status.ClusterID == "" || restoring(c)):
 		return etcdv1beta2.ClusterPhaseCreating
 	case is(etcdv1beta2.ClusterConditionUpgrading):
 		return etcdv1beta2.ClusterPhaseUpgrading
@@ -232,8 +234,12 @@ func failureReason(err error) string {
 
 // restoredMembers are the members a restore brings back from the backup at once, or nil.
 func restoredMembers(c *etcdv1beta2.EtcdCluster) []string {
-	if b := c.Spec.Bootstrap; b != nil && b.Restore != nil {
-		return b.Restore.Members
+	b := c.Spec.Bootstrap
+	switch {
+	case b == nil || b.Restore == nil:
+		return nil
+	case b.Restore.Source != nil:
+		return restoreNames(c)
 	}
-	return nil
+	return b.Restore.Members
 }

@@ -46,6 +46,8 @@ func runSuite(m *testing.M) int {
 		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("etcd-operator"), Options: options.New("etcd-operator"),
 			NewEtcdClient: func(cfg cluster.Config) (cluster.Client, error) { return fakeFor(cfg).connect(cfg) },
 			AlarmProbe:    fakeAlarmProbe,
+			AgentImage:    "localhost/etcd-operator:test",
+			RestoreCheck:  fakeRestoreCheck,
 			Failpoint: func(name string) {
 				if name == FailpointAfterMemberAdd && failAfterAdd.CompareAndSwap(true, false) {
 					failpointHit.Add(1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -215,10 +216,10 @@ func checkResult(p *corev1.Pod) (res *restoreseed.Result, done bool, waiting str
 		if t == nil {
 			continue
 		}
-		if st.Name == initInstall && t.ExitCode != 0 {
+		if st.Name == restoreboot.InitInstall && t.ExitCode != 0 {
 			return &restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonSeedFailed, Message: fmt.Sprintf("installing the agent: exit code %d: %s", t.ExitCode, t.Message)}, false, waiting
 		}
-		if st.Name != initRestore {
+		if st.Name != restoreboot.InitRestore {
 			continue
 		}
 		res, _ := restoreseed.ParseResult(t.Message)

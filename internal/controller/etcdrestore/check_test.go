@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -58,7 +59,7 @@ func TestUnrestorableBackupLeavesClusterUntouched(t *testing.T) {
 	if pod.Labels[member.LabelCluster] != "" || pod.Labels[member.LabelApp] != "" || pod.Spec.Hostname != "" || pod.Spec.Subdomain != "" {
 		t.Errorf("check pod carries a member's identity: labels %v hostname %q subdomain %q", pod.Labels, pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
-	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != initRestore {
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != restoreboot.InitRestore {
 		t.Errorf("check pod runs %+v with restart policy %s, want only the restore step, once", pod.Spec.Containers, pod.Spec.RestartPolicy)
 	}
 	if mem := pod.Spec.Containers[0].Resources.Limits.Memory(); mem.IsZero() {

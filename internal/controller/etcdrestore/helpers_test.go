@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -94,7 +95,7 @@ func waitPod(t *testing.T, ns, name string) *corev1.Pod {
 // seedRuns plays the kubelet: the seed's restore step exited 0 with result, etcd is ready.
 func seedRuns(t *testing.T, pod *corev1.Pod, result string) {
 	t.Helper()
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: result}}}}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: result}}}}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func seedRuns(t *testing.T, pod *corev1.Pod, result string) {
 // seedFails plays the kubelet: the seed's restore step exited 1 with result.
 func seedFails(t *testing.T, pod *corev1.Pod, result string) {
 	t.Helper()
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: result}}}}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: result}}}}
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func checkEnds(t *testing.T, ns, restore string, code int32, result string) *cor
 	if code != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: result}}}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: result}}}}
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}

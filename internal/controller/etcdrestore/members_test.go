@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -74,7 +75,7 @@ func TestRestoresEveryMemberAtOnce(t *testing.T) {
 	}
 
 	for i, pod := range pods {
-		members.set(member.Host(c, names[i]), MemberState{Hash: 777, Keys: 200, Revision: 201})
+		members.set(member.Host(c, names[i]), restoreboot.MemberState{Hash: 777, Keys: 200, Revision: 201})
 		seedRuns(t, pod, restoredOK)
 	}
 	rs := waitCondition(t, ns, "par", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
@@ -123,7 +124,7 @@ func TestMemberFailingAfterFormationIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, i := range []int{0, 2} {
-		members.set(member.Host(c, pods[i].Name), MemberState{Hash: 777, Keys: 200, Revision: 201})
+		members.set(member.Host(c, pods[i].Name), restoreboot.MemberState{Hash: 777, Keys: 200, Revision: 201})
 		seedRuns(t, pods[i], restoredOK)
 	}
 	seedFails(t, pods[1], `{"outcome":"Failed","reason":"SeedFailed","message":"no space left on device"}`)
@@ -147,7 +148,7 @@ func TestMemberFailingAfterFormationIsReplaced(t *testing.T) {
 		err := k8s.Create(t.Context(), replaced)
 		return err == nil, fmt.Sprint(err)
 	})
-	members.set(member.Host(c, "late-1"), MemberState{Hash: 777, Keys: 200, Revision: 205})
+	members.set(member.Host(c, "late-1"), restoreboot.MemberState{Hash: 777, Keys: 200, Revision: 205})
 	grown(t, c, "late-0", "late-1", "late-2")
 	rs = waitCondition(t, ns, "late", etcdv1beta2.RestoreConditionComplete, "True/"+etcdv1beta2.ReasonRestoreSucceeded)
 	if v := rs.Status.Verification; !v.Passed || v.MembersVerified != 3 {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -89,7 +90,7 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 	const hash = 777
 	seedRuns(t, pod, fmt.Sprintf(`{"outcome":"Restored","revision":201,"hashKV":%d}`, hash))
 	for _, m := range []string{"prod-8", "prod-9", "prod-10"} {
-		members.set(member.Host(c, m), MemberState{Hash: hash, Keys: 200, Revision: 201})
+		members.set(member.Host(c, m), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: 201})
 	}
 	waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
 	// Not verified yet: the old volumes stay.

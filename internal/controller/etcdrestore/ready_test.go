@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -57,7 +58,7 @@ func TestReadyCondition(t *testing.T) {
 	}
 	const rev, hash = 201, 12345
 	seedRuns(t, pod, fmt.Sprintf(`{"outcome":"Restored","revision":%d,"hashKV":%d,"size":%d}`, rev, hash, s.backup.Size))
-	members.set(member.Host(c, "scratch-0"), MemberState{Hash: hash, Keys: 200, Revision: rev})
+	members.set(member.Host(c, "scratch-0"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev})
 	waitCondition(t, ns, "ok", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
 	if c, err = getCluster(t, ns, "scratch"); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/workpool"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -66,7 +67,7 @@ type Reconciler struct {
 	// container; Setup finds it (--seed-agent-image, else the operator's own pod).
 	AgentImage string
 	// Check reads one member's keyspace figures; tests may replace it.
-	Check MemberCheck
+	Check restoreboot.MemberCheck
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// StuckAfter is how long past its deletion deadline a pod of a replaced cluster counts as
@@ -88,12 +89,12 @@ func (r *Reconciler) now() time.Time {
 
 // Setup registers the EtcdRestore controller with the manager.
 func Setup(mgr ctrl.Manager, opts *options.Options) error {
-	image, err := agentImage(context.Background(), mgr.GetAPIReader(), opts)
+	image, err := restoreboot.AgentImage(context.Background(), mgr.GetAPIReader(), opts)
 	if err != nil {
 		// Restores will fail with a condition that says this; the other kinds still work.
 		ctrl.Log.Error(err, "No image for the restore seed agent: restores cannot seed members")
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: image, Check: checkMember}
+	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: image, Check: restoreboot.CheckMember}
 	return r.SetupWithManager(mgr)
 }
 
@@ -142,7 +143,7 @@ func (r *Reconciler) restoresOf(ctx context.Context, o client.Object) []reconcil
 		return nil
 	}
 	var reqs []reconcile.Request
-	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil {
+	if c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil && c.Spec.Bootstrap.Restore.RestoreName != "" {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Bootstrap.Restore.RestoreName}})
 	}
 	list := &etcdv1beta2.EtcdRestoreList{}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
@@ -197,20 +198,20 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 
 	// The kubelet's part: the restore step finished, etcd runs and is ready.
 	msg := result
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: msg}}}}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: msg}}}}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	members.set(member.Host(c, "prod-0"), MemberState{Hash: hash, Keys: 200, Revision: rev})
+	members.set(member.Host(c, "prod-0"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev})
 	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
 	if rs.Status.Verification == nil || rs.Status.Verification.Keys != 200 || rs.Status.Verification.SnapshotHash != hash {
 		t.Fatalf("verification after seeding: %+v", rs.Status.Verification)
 	}
 
 	// The etcd operator's part: the cluster grows; one member is not there yet, then all are.
-	members.set(member.Host(c, "prod-1"), MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
-	members.set(member.Host(c, "prod-2"), MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
+	members.set(member.Host(c, "prod-1"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
+	members.set(member.Host(c, "prod-2"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
 	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
 	c.Status.Members.Ready = []string{"prod-0", "prod-1"}
 	c.Status.ReadyMembers = 2
@@ -259,13 +260,13 @@ func TestMemberMismatchFails(t *testing.T) {
 	if refs := c.OwnerReferences; len(refs) != 1 || refs[0].Name != "drill" || refs[0].Controller != nil {
 		t.Errorf("a drill's scratch cluster is owned by its EtcdRestore (not as controller): %+v", refs)
 	}
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"outcome":"Restored","revision":9}`}}}}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"outcome":"Restored","revision":9}`}}}}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
 	for i, h := range []uint32{7, 8, 7} {
-		members.set(member.Host(c, fmt.Sprintf("scratch-%d", i)), MemberState{Hash: h, Keys: 3, Revision: 9})
+		members.set(member.Host(c, fmt.Sprintf("scratch-%d", i)), restoreboot.MemberState{Hash: h, Keys: 3, Revision: 9})
 	}
 	waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
 	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
@@ -314,7 +315,7 @@ func TestDrillNeverReplaces(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	res := restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: mustJSON(t, res)}}}}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: mustJSON(t, res)}}}}
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}

@@ -35,20 +35,20 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if created := ms.created(); len(created) > 0 {
+	if created := ms.Created(); len(created) > 0 {
 		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, fmt.Sprintf("member pods %s are fetching, verifying and restoring the backup", strings.Join(created, ", ")))
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
 	if err := r.stopFailed(ctx, rs, c, ms); err != nil {
 		return ctrl.Result{}, err
 	}
-	ref := ms.reference()
+	ref := ms.Reference()
 	if ref == nil {
-		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, ms.describe())
+		r.progress(rs, etcdv1beta2.RestorePhaseSeeding, ms.Describe())
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
-	rs.Status.SeedMember = ref.name
-	if res := ref.res; res != nil && res.Revision > 0 {
+	rs.Status.SeedMember = ref.Name
+	if res := ref.Res; res != nil && res.Revision > 0 {
 		if rs.Status.BackupRevision > res.SnapshotRevision() {
 			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "the backup recorded revision %d but the restored snapshot ends at revision %d", rs.Status.BackupRevision, res.SnapshotRevision())
 		}
@@ -57,15 +57,15 @@ func (r *Reconciler) seed(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 			rs.Status.Verification = &etcdv1beta2.RestoreVerification{}
 		}
 		if v := rs.Status.Verification; v.SnapshotHash != 0 && v.Revision == res.Revision && v.SnapshotHash != int64(res.HashKV) {
-			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonVerificationFailed, "member %s restored keyspace hash %d at revision %d, but the restore check computed %d from the same backup", ref.name, res.HashKV, res.Revision, v.SnapshotHash)
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonVerificationFailed, "member %s restored keyspace hash %d at revision %d, but the restore check computed %d from the same backup", ref.Name, res.HashKV, res.Revision, v.SnapshotHash)
 		}
 		rs.Status.Verification.Revision = res.Revision
 		rs.Status.Verification.SnapshotHash = int64(res.HashKV)
 	}
-	if err := ms.sameSnapshot(); err != nil {
+	if _, err := ms.SameSnapshot(); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.checkSeed(ctx, rs, c, ref.name)
+	return r.checkSeed(ctx, rs, c, ref.Name)
 }
 
 // checkSeed reads the running seed's keyspace hash and key count at the backup's revision.
@@ -187,8 +187,8 @@ func (r *Reconciler) stopOwnSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestor
 	if err != nil {
 		return "", err
 	}
-	if ms.formed(c) {
-		return fmt.Sprintf(". EtcdCluster %s formed on the restored data (members %s run etcd on it) and may serve writes: it is left running as it is, unverified against the backup", c.Name, strings.Join(ms.started(), ", ")), nil
+	if formed(c, ms) {
+		return fmt.Sprintf(". EtcdCluster %s formed on the restored data (members %s run etcd on it) and may serve writes: it is left running as it is, unverified against the backup", c.Name, strings.Join(ms.Started(), ", ")), nil
 	}
 	return "", r.stopAll(ctx, rs, c, ms)
 }

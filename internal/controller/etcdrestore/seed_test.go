@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -40,7 +41,7 @@ func TestPodAtSeedNameIsNotTheSeed(t *testing.T) {
 	}
 	create(t, stranger)
 	seedRuns(t, stranger, `{"outcome":"Restored","revision":201,"hashKV":5}`)
-	members.set(member.Host(cluster(ns, "fresh", 1), "fresh-0"), MemberState{Hash: 5, Keys: 200, Revision: 201})
+	members.set(member.Host(cluster(ns, "fresh", 1), "fresh-0"), restoreboot.MemberState{Hash: 5, Keys: 200, Revision: 201})
 
 	create(t, s.drill(ns, "drill", "fresh", "etcd.backup"))
 	rs := waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonSeedConflict)
@@ -93,7 +94,7 @@ func TestEmptyBackupRestores(t *testing.T) {
 	const hash = 1084519789
 	names := []string{"emptyc-0", "emptyc-1", "emptyc-2"}
 	for _, m := range names {
-		members.set(member.Host(c, m), MemberState{Hash: hash, Keys: 0, Revision: 1})
+		members.set(member.Host(c, m), restoreboot.MemberState{Hash: hash, Keys: 0, Revision: 1})
 	}
 	seedRuns(t, pod, `{"outcome":"Restored","message":"restored 20512 bytes at revision 0"}`)
 	rs := waitCondition(t, ns, "empty", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)

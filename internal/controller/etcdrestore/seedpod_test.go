@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -41,7 +42,7 @@ func TestSeedPodIsRestricted(t *testing.T) {
 	}
 	var restore *corev1.Container
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == initRestore {
+		if pod.Spec.InitContainers[i].Name == restoreboot.InitRestore {
 			restore = &pod.Spec.InitContainers[i]
 		}
 	}
@@ -109,7 +110,7 @@ func TestMembersRaiseTheRevision(t *testing.T) {
 		for _, pod := range []*corev1.Pod{r.seedPod(rs, c, "db-0", []string{"db-0"}, src), r.checkPod(rs, c, src)} {
 			var cmd []string
 			for _, ct := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
-				if ct.Name == initRestore {
+				if ct.Name == restoreboot.InitRestore {
 					cmd = ct.Command
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
@@ -24,29 +25,29 @@ import (
 
 var (
 	k8s     client.Client
-	members = &fakeMembers{states: map[string]MemberState{}}
+	members = &fakeMembers{states: map[string]restoreboot.MemberState{}}
 )
 
 // fakeMembers stands in for etcd members: envtest runs no pods. Keyed by the member's host.
 type fakeMembers struct {
 	mu     sync.Mutex
-	states map[string]MemberState
+	states map[string]restoreboot.MemberState
 }
 
-func (f *fakeMembers) set(host string, st MemberState) {
+func (f *fakeMembers) set(host string, st restoreboot.MemberState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.states[host] = st
 }
 
-func (f *fakeMembers) check(_ context.Context, endpoint, _ string, _ etcdaccess.Access, _ int64) (MemberState, error) {
+func (f *fakeMembers) check(_ context.Context, endpoint, _ string, _ etcdaccess.Access, _ int64) (restoreboot.MemberState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	host := strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://")
 	host, _, _ = strings.Cut(host, ":")
 	st, ok := f.states[host]
 	if !ok {
-		return MemberState{}, fmt.Errorf("no member at %s", endpoint)
+		return restoreboot.MemberState{}, fmt.Errorf("no member at %s", endpoint)
 	}
 	return st, nil
 }

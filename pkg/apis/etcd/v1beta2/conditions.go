@@ -42,6 +42,11 @@ const (
 	ClusterConditionDegraded = "Degraded"
 	// ClusterConditionPaused is True while spec.paused stops the operator.
 	ClusterConditionPaused = "Paused"
+	// ClusterConditionRestored, on a cluster built from bootstrap.restore.source, is True once
+	// every restored member serves the backup's keyspace (the same keyspace hash and key count
+	// at the restored revision); False with the reason while members restore, or when the
+	// restore failed. A cluster built from a backup is not Available before it is True.
+	ClusterConditionRestored = "Restored"
 )
 
 // EtcdCluster condition reasons.

@@ -124,36 +124,90 @@ type ClusterSpec struct {
 
 // BootstrapSpec says how the first member of a cluster is made.
 type BootstrapSpec struct {
-	// restore marks a cluster whose members are made by the restore operator from a backup.
-	// The etcd operator creates no seed of its own: it waits until the seed member named here
-	// runs on the restored data, then manages the members like any others (adding members
-	// until spec.size when fewer were restored).
+	// restore marks a cluster whose members are built from a backup instead of starting
+	// empty. With restore.source set, the etcd operator builds every member from that backup
+	// itself (disaster recovery by applying a manifest); without it, the restore operator
+	// seeds the members (the form EtcdRestores of earlier releases made). Either way the etcd
+	// operator creates no empty seed of its own, and manages the members like any others once
+	// the cluster formed on the restored data.
 	// +optional
 	Restore *RestoreBootstrap `json:"restore,omitempty"`
 }
 
-// RestoreBootstrap names the EtcdRestore that seeds a cluster and its seed member.
-// +kubebuilder:validation:XValidation:rule="!has(self.members) || self.seedMember in self.members",message="members, when set, must include seedMember"
+// RestoreBootstrap says which backup a cluster's members are built from, and which members.
+// +kubebuilder:validation:XValidation:rule="has(self.restoreName) || has(self.source)",message="bootstrap.restore needs source (the backup the etcd operator restores every member from) or restoreName (the EtcdRestore that seeds the members)"
+// +kubebuilder:validation:XValidation:rule="has(self.source) || has(self.seedMember)",message="bootstrap.restore.seedMember is required without source"
+// +kubebuilder:validation:XValidation:rule="!has(self.members) || !has(self.seedMember) || self.seedMember in self.members",message="members, when set, must include seedMember"
 type RestoreBootstrap struct {
-	// restoreName is the name of the EtcdRestore (in the same namespace) that seeds this cluster.
+	// restoreName is the name of the EtcdRestore (in the same namespace) that made this
+	// cluster. Empty for a cluster applied with source by a person or a GitOps tool.
 	// +kubebuilder:validation:MinLength=1
-	// +required
-	RestoreName string `json:"restoreName"`
-	// seedMember is the name of the seed member's pod, which the restore operator creates.
+	// +optional
+	RestoreName string `json:"restoreName,omitempty"`
+	// seedMember is the member whose answers the others are checked against. Without source
+	// it is the pod the restore operator creates; with source, empty means the first of
+	// members.
 	// +kubebuilder:validation:MinLength=1
-	// +required
-	SeedMember string `json:"seedMember"`
-	// members are the names of every member the restore operator restores from the backup at
-	// once, seedMember among them: each member's pod fetches and verifies the backup and runs
-	// etcdutl snapshot restore with the same initial cluster, so the cluster forms with every
-	// member holding the data (etcd's own disaster-recovery procedure) instead of replicating
-	// it through raft once per added member. Empty: seedMember alone is restored and the etcd
-	// operator adds the other members (clusters restored before members existed).
+	// +optional
+	SeedMember string `json:"seedMember,omitempty"`
+	// members are the names of every member restored from the backup at once, seedMember
+	// among them: each member's pod fetches and verifies the backup and runs etcdutl snapshot
+	// restore with the same initial cluster, so the cluster forms with every member holding
+	// the data (etcd's own disaster-recovery procedure) instead of replicating it through raft
+	// once per added member. Empty with source: <name>-0 to <name>-<size-1>. Empty without
+	// source: seedMember alone is restored and the etcd operator adds the other members
+	// (clusters restored before members existed).
 	// +kubebuilder:validation:MaxItems=7
 	// +kubebuilder:validation:items:MinLength=1
 	// +listType=set
 	// +optional
 	Members []string `json:"members,omitempty"`
+	// source is the backup the etcd operator restores every member from: one object in an
+	// object store, as an EtcdBackup's status names it. Immutable, as all of bootstrap.
+	// +optional
+	Source *RestoreSource `json:"source,omitempty"`
+}
+
+// RestoreSource is one backup object and what it must be. Each member's pod fetches it with
+// the Secret its storage block names, checks it (size and sha256 when given, and always etcd's
+// own trailing checksum), restores it with the etcd image's etcdutl, and reports the keyspace
+// hash and key count it restored; the etcd operator checks every member against them before
+// the cluster is Available (condition Restored).
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs the s3 block"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'ABS' || has(self.abs)",message="storageType ABS needs the abs block"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'GCS' || has(self.gcs)",message="storageType GCS needs the gcs block"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'OSS' || has(self.oss)",message="storageType OSS needs the oss block"
+type RestoreSource struct {
+	// storageType is the object store: S3, ABS, GCS or OSS.
+	// +kubebuilder:validation:Enum=S3;ABS;GCS;OSS
+	// +required
+	StorageType BackupStorageType `json:"storageType"`
+	// The storage block of storageType; its path is <bucket>/<key> of the backup object
+	// (an EtcdBackup's status.location, without the scheme).
+	BackupSource `json:",inline"`
+	// sha256 is the hex sha256 of the whole object (an EtcdBackup's status.sha256). Set it to
+	// pin the backup: a member refuses any other object. Empty: only etcd's own trailing
+	// checksum is checked.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+	// size is the object's size in bytes (an EtcdBackup's status.size); 0: not checked. It
+	// also scales the restore's timeouts.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Size int64 `json:"size,omitempty"`
+	// revision is the etcd revision the backup recorded (an EtcdBackup's status.revision); the
+	// restored snapshot must reach it. 0: not checked.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// revisionBump raises the restored cluster's revision this far above the backup's and marks
+	// the older revisions compacted (etcdutl snapshot restore --bump-revision
+	// --mark-compacted), so that watchers that saw revisions after the backup re-list instead
+	// of missing events. Default 1000000000, as EtcdRestore's; 0 keeps the backup's revisions.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RevisionBump *int64 `json:"revisionBump,omitempty"`
 }
 
 // ClusterStatus is the observed state of an etcd cluster.
@@ -234,6 +288,11 @@ type ClusterStatus struct {
 	// reached one (the measure of what an automatic recovery lost).
 	// +optional
 	LastRevision int64 `json:"lastRevision,omitempty"`
+
+	// restore, on a cluster built from bootstrap.restore.source, is what the etcd operator
+	// restored and verified.
+	// +optional
+	Restore *ClusterRestoreStatus `json:"restore,omitempty"`
 
 	// lastRecovery, on a cluster that spec.recovery restored, says which restore did it and
 	// how much data was lost.
@@ -330,4 +389,34 @@ type EtcdClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []EtcdCluster `json:"items"`
+}
+
+// ClusterRestoreStatus is what the etcd operator restored into a cluster from
+// bootstrap.restore.source and what it verified.
+type ClusterRestoreStatus struct {
+	// members are the members restored from the backup at once.
+	// +optional
+	Members []string `json:"members,omitempty"`
+	// revision is the revision the restored keyspace was verified at (the backup's, raised by
+	// revisionBump).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// backupRevision is the backup snapshot's own newest revision.
+	// +optional
+	BackupRevision int64 `json:"backupRevision,omitempty"`
+	// hash is the keyspace hash (etcd's HashKV) at revision that every member serves.
+	// +optional
+	Hash int64 `json:"hash,omitempty"`
+	// keys is the number of keys at revision.
+	// +optional
+	Keys int64 `json:"keys,omitempty"`
+	// sha256 is the sha256 of the object the members restored.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+	// membersVerified is how many members were checked against the backup.
+	// +optional
+	MembersVerified int32 `json:"membersVerified,omitempty"`
+	// completionTime is when every member was verified.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }

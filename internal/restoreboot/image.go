@@ -1,4 +1,4 @@
-package etcdrestore
+package restoreboot
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/options"
 )
 
-// agentImage is the image the seed's first init container runs: --seed-agent-image, or the
+// AgentImage is the image the restore agent's install init container runs: --seed-agent-image, or the
 // image of the operator's own container (found through POD_NAME and POD_NAMESPACE), so a
 // kustomize or Helm image override needs no second setting.
-func agentImage(ctx context.Context, c client.Reader, opts *options.Options) (string, error) {
+func AgentImage(ctx context.Context, c client.Reader, opts *options.Options) (string, error) {
 	if opts.SeedAgentImage != "" {
 		return opts.SeedAgentImage, nil
 	}

@@ -1,4 +1,4 @@
-package etcdrestore
+package restoreboot
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestCheckMemberAuth(t *testing.T) {
 	} else {
 		rev = resp.Header.Revision
 	}
-	plain, err := checkMember(ctx, e.Endpoint, "", etcdaccess.Access{}, rev)
+	plain, err := CheckMember(ctx, e.Endpoint, "", etcdaccess.Access{}, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,18 +37,18 @@ func TestCheckMemberAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Host = "c-1.c.ns.svc.example.invalid:" + u.Port()
-	if at, err := checkMember(ctx, u.String(), "127.0.0.1", etcdaccess.Access{}, rev); err != nil || at != plain {
+	if at, err := CheckMember(ctx, u.String(), "127.0.0.1", etcdaccess.Access{}, rev); err != nil || at != plain {
 		t.Fatalf("at the pod's address: %+v, %v; at the endpoint: %+v", at, err, plain)
 	}
 	snapshottest.EnableAuth(t, cli, "s3cret")
-	got, err := checkMember(ctx, e.Endpoint, "", etcdaccess.Access{Username: "root", Password: "s3cret"}, rev)
+	got, err := CheckMember(ctx, e.Endpoint, "", etcdaccess.Access{Username: "root", Password: "s3cret"}, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Keys != 30 || got.Hash != plain.Hash {
 		t.Fatalf("with credentials: %+v; without authentication it was %+v", got, plain)
 	}
-	if _, err := checkMember(ctx, e.Endpoint, "", etcdaccess.Access{}, rev); !etcdaccess.IsAuthError(err) {
+	if _, err := CheckMember(ctx, e.Endpoint, "", etcdaccess.Access{}, rev); !etcdaccess.IsAuthError(err) {
 		t.Fatalf("without credentials: %v, want an auth error", err)
 	}
 }
