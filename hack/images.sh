@@ -3,7 +3,7 @@
 # registry: hack/tools/imagebuilder (go-containerregistry) writes single-layer images, which are
 # imported into the local cluster's containerd (`ctr images import`) or pushed to a registry.
 #
-#   hack/images.sh [all|pause|etcd|operator|push]...     (default: all)
+#   hack/images.sh [all|pause|etcd|operator|push|sync]...     (default: all)
 #
 #   pause      $LC_PAUSE_IMAGE: the pod sandbox (hack/tools/pause), what containerd and the kubelet use
 #   etcd       quay.io/coreos/etcd:$ETCD_VERSION and :$ETCD_OLD_VERSION, etcd/etcdctl/etcdutl in
@@ -20,6 +20,13 @@
 #              registry reference such as registry.example.com/etcd-operator:v0.2.0); credentials
 #              come from the docker config (~/.docker/config.json), plain HTTP is used for
 #              localhost, loopback and private addresses (PUSH_INSECURE=1 forces it)
+#   sync       import every archive already imported into node 1 into the containerd of every
+#              other node that lacks it (a node added or brought back after the images were
+#              built; hack/local-cluster.sh runs it)
+#
+# With several nodes (LC_NODES>1), imports go to every node's containerd that answers
+# (lc_node_socks in hack/local-cluster/env.sh); a node that is down gets them from `sync` when
+# it comes back.
 #
 # The binaries carry VERSION, COMMIT and BUILD_DATE in --version (make exports them; default
 # `git describe`, HEAD and the commit date). Archives are cached under $CACHE_DIR/images keyed
@@ -102,16 +109,38 @@ image() {
     find "$IMAGES_DIR" -maxdepth 1 -name "$name-*" ! -name "$name-$key.*" ! -name "$name-$key.tar" -delete
   fi
   [ "${NO_IMPORT:-}" = 1 ] && return 0
-  local stamp="$archive.imported" want have t all_there=true
-  want="$(cat "$stamp" 2>/dev/null || true)"
-  for t in "${tags[@]}"; do
-    have="$(lc_ctr images ls "name==$(normalize "$t")" 2>/dev/null | awk 'NR>1 {print $3}')"
-    [ -n "$want" ] && [ "$have" = "$want" ] || all_there=false
+  local stamp="$archive.imported" want have t all_there sock where=""
+  for sock in $(lc_node_socks); do
+    want="$(cat "$stamp" 2>/dev/null || true)"
+    all_there=true
+    for t in "${tags[@]}"; do
+      have="$(LC_CONTAINERD_SOCK="$sock" lc_ctr images ls "name==$(normalize "$t")" 2>/dev/null | awk 'NR>1 {print $3}')"
+      [ -n "$want" ] && [ "$have" = "$want" ] || all_there=false
+    done
+    if $all_there; then continue; fi
+    [ "$sock" = "$LC_CONTAINERD_SOCK" ] || where=" of node $(basename "$(dirname "$(dirname "$sock")")")"
+    log "importing $name into containerd$where (${tags[*]})"
+    LC_CONTAINERD_SOCK="$sock" lc_ctr images import "$archive" >/dev/null
+    [ "$sock" != "$LC_CONTAINERD_SOCK" ] ||
+      lc_ctr images ls "name==$(normalize "${tags[0]}")" | awk 'NR>1 {print $3}' >"$stamp"
   done
-  if $all_there; then return 0; fi
-  log "importing $name into containerd (${tags[*]})"
-  lc_ctr images import "$archive" >/dev/null
-  lc_ctr images ls "name==$(normalize "${tags[0]}")" | awk 'NR>1 {print $3}' >"$stamp"
+}
+
+# sync_images: every archive imported into node 1 (it has a .imported stamp) into the containerd
+# of the other nodes that do not hold its image.
+sync_images() {
+  local stamp archive want sock
+  for stamp in "$IMAGES_DIR"/*.tar.imported; do
+    archive="${stamp%.imported}"
+    [ -f "$archive" ] || continue
+    want="$(cat "$stamp")"
+    [ -n "$want" ] || continue
+    for sock in $(lc_node_socks | tail -n +2); do
+      LC_CONTAINERD_SOCK="$sock" lc_ctr images ls 2>/dev/null | awk 'NR>1 {print $3}' | grep -qxF -- "$want" && continue
+      log "importing $(basename "$archive") into containerd of node $(basename "$(dirname "$(dirname "$sock")")")"
+      LC_CONTAINERD_SOCK="$sock" lc_ctr images import "$archive" >/dev/null
+    done
+  done
 }
 
 pause_image() {
@@ -208,19 +237,20 @@ main() {
     [ "${what[*]}" != push ] || PLATFORMS="linux/amd64 linux/arm64"
   fi
   mkdir -p "$IMAGES_DIR" "$LOCK_DIR"
-  locked tools build_tools
+  [ "${what[*]}" = sync ] || locked tools build_tools
   for w in "${what[@]}"; do
     case "$w" in
       pause) locked pause pause_image ;;
       etcd) locked etcd etcd_image "$ETCD_VERSION" && locked etcd etcd_image "$ETCD_OLD_VERSION" ;;
       operator) locked operator operator_image ;;
       push) locked operator push_image ;;
+      sync) sync_images ;;
       all)
         locked pause pause_image && locked etcd etcd_image "$ETCD_VERSION" &&
           locked etcd etcd_image "$ETCD_OLD_VERSION" && locked operator operator_image
         ;;
       *)
-        echo "usage: $0 [all|pause|etcd|operator|push]..." >&2
+        echo "usage: $0 [all|pause|etcd|operator|push|sync]..." >&2
         exit 2
         ;;
     esac

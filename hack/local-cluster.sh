@@ -10,8 +10,19 @@
 #   hack/local-cluster.sh status   what runs, and the node.
 #   hack/local-cluster.sh kill NAME...
 #                                  SIGKILL the named components (e.g. kube-apiserver, kubelet,
-#                                  containerd) as a crash would; `up` starts them again. The
-#                                  chaos suite's control-plane and node faults (test/chaos).
+#                                  containerd, kubelet@local-node-2) as a crash would; `up` starts
+#                                  them again. The chaos suite's control-plane and node faults
+#                                  (test/chaos).
+#   LC_NODES=3 hack/local-cluster.sh up
+#                                  three nodes: local-node as above, plus local-node-2 and
+#                                  local-node-3, each with its own containerd, kubelet and
+#                                  kube-proxy in its own network namespace on the bridge, pod
+#                                  CIDR 10.244.<i>.0/24, zone label zone-<a,b,c...>.
+#   hack/local-cluster.sh node-down NODE
+#                                  fail node NODE (2..N): SIGKILL its kubelet, kube-proxy,
+#                                  containerd, shims and containers, set its veth down.
+#   hack/local-cluster.sh node-up NODE
+#                                  bring it back (so does `up`); returns when it is Ready.
 #
 # Components (all host processes, PIDs under $LC_DIR/pids): etcd for the apiserver, kube-apiserver,
 # kube-controller-manager (hostPath provisioner + default StorageClass), kube-scheduler,
@@ -34,6 +45,29 @@ LC_REGISTRY="${LC_REGISTRY:-$LC_BRIDGE_IP:5001}"
 FWD_CHAIN="EO-LOCAL-FORWARD"
 # Start order; stop runs it backwards.
 COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager pvperm kube-scheduler kubelet kube-proxy coredns)
+# What runs per node 2..N, as "<component>@<node>" (PID files, `kill`, `status`).
+NODE_COMPONENTS=(containerd kubelet kube-proxy)
+
+# What node 1 (the host's network namespace) renders into its templates; node_env sets them for
+# nodes 2..N. With LC_NODES=1 they render exactly the single-node files.
+LC_NODE_IP="$LC_BRIDGE_IP"
+LC_NODE_POD_CIDR="$LC_POD_CIDR"
+LC_POD_GATEWAY="$LC_BRIDGE_IP"
+LC_CNI_BRIDGE="$LC_BRIDGE"
+LC_CNI_RANGE_END=""
+LC_CNI_EXTRA_ROUTES=""
+LC_CLUSTER_CIDR="$LC_POD_CIDR"
+if [ "$LC_NODES" != 1 ]; then
+  if ! [[ "$LC_NODES" =~ ^[0-9]+$ ]] || ((LC_NODES < 1 || LC_NODES > 255 - LC_NODE_IP_BASE)); then
+    log "ERROR: LC_NODES must be a number from 1 to $((255 - LC_NODE_IP_BASE))"
+    exit 2
+  fi
+  # Every node's pod CIDR is a /24 of this /16 (node 1 keeps $LC_POD_CIDR).
+  LC_CLUSTER_CIDR="$(cut -d. -f1-2 <<<"$LC_POD_CIDR").0.0/16"
+  # Node 1's pods stay below the node addresses, and reach the other nodes' pods via the host.
+  LC_CNI_RANGE_END=", \"rangeEnd\": \"${LC_BRIDGE_IP%.*}.$((LC_NODE_IP_BASE - 1))\""
+  LC_CNI_EXTRA_ROUTES=", {\"dst\": \"$LC_CLUSTER_CIDR\", \"gw\": \"$LC_BRIDGE_IP\"}"
+fi
 
 kubectl_admin() { "$KUBECTL" --kubeconfig "$LC_KUBECONFIG" "$@"; }
 
@@ -55,8 +89,12 @@ pid_of() {
   fi
   # No valid PID file (e.g. $LC_DIR was removed under a running cluster): our process is the
   # one running exactly this component's binary with our state directory in its arguments.
+  # Node 2..N components ("NAME@NODE") have $LC_DIR/nodes/NODE/ in theirs, and node 1's never.
+  local pat="$LC_DIR/" not="$LC_DIR/nodes/"
+  case "$1" in *@*) pat="$LC_DIR/nodes/${1#*@}/" not="" ;; esac
   exe="$(readlink -f "$(bin_of "$1")" 2>/dev/null || true)"
-  for p in $(pgrep -f -- "$LC_DIR/" || true); do
+  for p in $(pgrep -f -- "$pat" || true); do
+    if [ -n "$not" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -F -- "$not" >/dev/null; then continue; fi
     if [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$exe" ]; then
       mkdir -p "$PID_DIR" && echo "$p" >"$f" && echo "$exe" >"$PID_DIR/$1.exe"
       echo "$p"
@@ -67,7 +105,7 @@ pid_of() {
 }
 
 bin_of() {
-  case "$1" in
+  case "${1%%@*}" in
     etcd) echo "$ETCD_BIN/etcd" ;;
     containerd) command -v containerd || echo /usr/bin/containerd ;;
     coredns) echo "$COREDNS_BIN_DIR/coredns" ;;
@@ -87,7 +125,13 @@ start() {
   mkdir -p "$PID_DIR" "$LOG_DIR"
   log "starting $name"
   # 9>&-: the daemon must not inherit (and so hold) the up/down lock.
-  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
+  if [ -n "${START_NETNS:-}" ]; then
+    # A node 2..N component: in the node's network namespace only (nsenter execs the binary, so
+    # $! is its PID; mounts stay in the host's namespace, where containerd and the kubelet share them).
+    setsid nsenter "--net=/run/netns/$START_NETNS" "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
+  else
+    setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
+  fi
   echo $! >"$PID_DIR/$name.pid"
   readlink -f "$bin" >"$PID_DIR/$name.exe"
   sleep 0.2
@@ -134,7 +178,8 @@ wait_for() {
 render() { # render TEMPLATE OUT: replace @VAR@ with the variable's value
   local args=() v
   for v in LC_DIR LC_VAR_DIR LC_RUN_DIR LC_CONTAINERD_SOCK LC_PAUSE_IMAGE LC_BRIDGE LC_BRIDGE_IP \
-    LC_POD_CIDR LC_SERVICE_CIDR LC_NODE_NAME LC_CLUSTER_DOMAIN LC_REGISTRY; do
+    LC_POD_CIDR LC_SERVICE_CIDR LC_NODE_NAME LC_CLUSTER_DOMAIN LC_REGISTRY LC_NODE_IP LC_NODE_POD_CIDR \
+    LC_POD_GATEWAY LC_CNI_BRIDGE LC_CNI_RANGE_END LC_CNI_EXTRA_ROUTES LC_CLUSTER_CIDR; do
     args+=(-e "s|@$v@|${!v}|g")
   done
   sed "${args[@]}" "$TPL_DIR/$1" >"$2.tmp" && mv "$2.tmp" "$2"
@@ -244,6 +289,11 @@ host_setup() {
   ip addr show dev "$LC_BRIDGE" | grep "inet $LC_BRIDGE_IP/" >/dev/null ||
     ip addr add "$LC_BRIDGE_IP/${LC_POD_CIDR#*/}" dev "$LC_BRIDGE"
   ip link set "$LC_BRIDGE" up
+  # A bridge takes the lowest MAC of its ports unless it has its own: with node veths joining and
+  # leaving, pods would see the gateway's MAC change. Pin the current one.
+  if [ "$LC_NODES" != 1 ]; then
+    ip link set "$LC_BRIDGE" address "$(cat "/sys/class/net/$LC_BRIDGE/address")"
+  fi
   # Service addresses are routed into the bridge, not out the default route. kube-proxy rewrites
   # a ClusterIP to a pod IP once it has programmed the Service; before that (a Service made a
   # second ago, e.g. by an in-place restore) a connection from the host would leave the machine
@@ -342,7 +392,7 @@ start_controller_manager() {
     --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
     --use-service-account-credentials=true \
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
-    --service-cluster-ip-range "$LC_SERVICE_CIDR" --cluster-cidr "$LC_POD_CIDR" --allocate-node-cidrs=false \
+    --service-cluster-ip-range "$LC_SERVICE_CIDR" --cluster-cidr "$LC_CLUSTER_CIDR" --allocate-node-cidrs=false \
     --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller' \
     --enable-hostpath-provisioner=true
   # The hostPath provisioner makes root-owned 0750 directories and hostPath volumes ignore
@@ -361,12 +411,14 @@ start_scheduler() {
 }
 
 start_kubelet() {
+  local labels=()
   mkdir -p "$LC_VAR_DIR/kubelet"
   render kubelet.yaml "$LC_DIR/kubelet.yaml"
+  [ "$LC_NODES" = 1 ] || labels=(--node-labels "topology.kubernetes.io/zone=$(node_zone 1)")
   start kubelet "$K8S_BIN_DIR/kubelet" --config "$LC_DIR/kubelet.yaml" \
     --kubeconfig "$LC_DIR/kubelet.kubeconfig" --root-dir "$LC_VAR_DIR/kubelet" \
     --hostname-override "$LC_NODE_NAME" --node-ip "$LC_BRIDGE_IP" \
-    --pod-infra-container-image "$LC_PAUSE_IMAGE"
+    --pod-infra-container-image "$LC_PAUSE_IMAGE" "${labels[@]}"
 }
 
 start_kube_proxy() {
@@ -381,6 +433,214 @@ start_coredns() {
 
 dns_answers() {
   [ "$(dig +short +time=1 +tries=1 "@$LC_BRIDGE_IP" "kubernetes.default.svc.$LC_CLUSTER_DOMAIN" A)" = "$LC_APISERVER_SERVICE_IP" ]
+}
+
+# ---------------------------------------------------------------------------------------------
+# Nodes 2..N (LC_NODES>1). Node 1 is the host's network namespace, as with a single node. Node i
+# gets the network namespace eo-local-n<i> joined to the bridge by the veth eo-local-v<i> (its
+# eth0 inside), the node IP <bridge prefix>.<LC_NODE_IP_BASE+i> on the bridge subnet, the pod
+# CIDR <a.b>.<i>.0/24 on its own CNI bridge eo-pods0 inside the namespace (the host routes that
+# CIDR via the node IP), the v1 cgroup root /eo-local-n<i>, and its own containerd (root, state
+# and socket under $LC_VAR_DIR/nodes/<node> and $LC_RUN_DIR/nodes/<node>), kubelet (own
+# --root-dir) and kube-proxy, all started in that namespace with nsenter --net (the mount
+# namespace stays the host's, so the kubelet's volume mounts are where containerd looks).
+
+node_name() { if [ "$1" = 1 ]; then echo "$LC_NODE_NAME"; else echo "$LC_NODE_NAME-$1"; fi; }
+node_zone() { printf 'zone-%b\n' "\\x$(printf %x $((96 + $1)))"; } # 1 -> zone-a, 2 -> zone-b, ...
+node_ip() { echo "${LC_BRIDGE_IP%.*}.$((LC_NODE_IP_BASE + $1))"; }
+node_pod_cidr() { echo "$(cut -d. -f1-2 <<<"$LC_POD_CIDR").$1.0/24"; }
+node_netns() { echo "$LC_NODE_NETNS_PREFIX$1"; }
+node_veth() { echo "$LC_NODE_VETH_PREFIX$1"; }
+node_cgroup() { echo "/$LC_NODE_CGROUP_PREFIX$1"; }
+node_dir() { echo "$LC_DIR/nodes/$(node_name "$1")"; }
+node_var() { echo "$LC_VAR_DIR/nodes/$(node_name "$1")"; }
+node_run() { echo "$LC_RUN_DIR/nodes/$(node_name "$1")"; }
+node_sock() { echo "$(node_run "$1")/containerd/containerd.sock"; }
+node_exec() { local ns="$1"; shift; nsenter "--net=/run/netns/$ns" "$@"; }
+
+# node_index NODE: i of node NODE (2..), or fails.
+node_index() {
+  local i
+  for ((i = 2; i <= 255 - LC_NODE_IP_BASE; i++)); do
+    [ "$(node_name "$i")" != "$1" ] || { echo "$i"; return 0; }
+  done
+  return 1
+}
+
+# node_indexes: i of every node 2..N this cluster has or left behind (LC_NODES, node
+# directories, network namespaces), for `down`.
+node_indexes() {
+  local i d n
+  {
+    for ((i = 2; i <= LC_NODES; i++)); do echo "$i"; done
+    for d in "$LC_DIR"/nodes/*/; do [ -d "$d" ] && node_index "$(basename "$d")"; done
+    for n in $(our_node_netns); do echo "${n#"$LC_NODE_NETNS_PREFIX"}"; done
+  } | sort -nu
+}
+
+# node_render I TEMPLATE OUT: render TEMPLATE with node I's paths, names and addresses (locals
+# shadow the globals render reads).
+# shellcheck disable=SC2034 # read by render through ${!v}
+node_render() {
+  local i="$1" dir var run sock name ip cidr gw
+  dir="$(node_dir "$i")" var="$(node_var "$i")" run="$(node_run "$i")" sock="$(node_sock "$i")"
+  name="$(node_name "$i")" ip="$(node_ip "$i")" cidr="$(node_pod_cidr "$i")"
+  gw="$(cut -d. -f1-3 <<<"$cidr").1"
+  local LC_DIR="$dir" LC_VAR_DIR="$var" LC_RUN_DIR="$run" LC_CONTAINERD_SOCK="$sock" LC_NODE_NAME="$name"
+  local LC_NODE_IP="$ip" LC_NODE_POD_CIDR="$cidr" LC_POD_GATEWAY="$gw" LC_CNI_BRIDGE=eo-pods0 LC_CNI_RANGE_END=""
+  local LC_CNI_EXTRA_ROUTES=", {\"dst\": \"$LC_CLUSTER_CIDR\", \"gw\": \"$gw\"}"
+  render "$2" "$3"
+}
+
+# node_files I: certificates, kubeconfigs and configs of node I in $(node_dir I).
+node_files() {
+  local i="$1" name dir
+  name="$(node_name "$i")" dir="$(node_dir "$i")"
+  mkdir -p "$dir/pki" "$dir/cni"
+  cert "kubelet-$name" "$name" "" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:$(node_ip "$i"),DNS:$name"
+  cert "kubelet-client-$name" "system:node:$name" system:nodes "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  kubeconfig "$dir/kubelet.kubeconfig" "kubelet-client-$name" "system:node:$name"
+  cp "$PKI/ca.crt" "$dir/pki/ca.crt"
+  cp "$PKI/kubelet-$name.crt" "$dir/pki/kubelet.crt"
+  cp "$PKI/kubelet-$name.key" "$dir/pki/kubelet.key"
+  cp "$LC_DIR/kube-proxy.kubeconfig" "$dir/kube-proxy.kubeconfig"
+  ln -sfn ../../certs.d "$dir/certs.d"
+  node_render "$i" containerd.toml "$dir/containerd.toml"
+  node_render "$i" cni.conflist "$dir/cni/10-etcd-operator-local.conflist"
+  node_render "$i" kubelet.yaml "$dir/kubelet.yaml"
+  echo "cgroupRoot: $(node_cgroup "$i")" >>"$dir/kubelet.yaml"
+  node_render "$i" kube-proxy.yaml "$dir/kube-proxy.yaml"
+}
+
+# node_network I: node I's namespace, veth, address, routes and sysctls; its veth up.
+node_network() {
+  local i="$1" ns veth ip
+  ns="$(node_netns "$i")" veth="$(node_veth "$i")" ip="$(node_ip "$i")"
+  [ -e "/run/netns/$ns" ] || ip netns add "$ns"
+  if ! ip link show "$veth" >/dev/null 2>&1; then
+    ip -n "$ns" link delete eth0 2>/dev/null || true
+    ip link add "$veth" type veth peer name eth0 netns "$ns"
+  fi
+  sysctl -qw "net.ipv6.conf.$veth.disable_ipv6=1" 2>/dev/null || true
+  ip link set "$veth" master "$LC_BRIDGE" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" addr show dev eth0 | grep "inet $ip/" >/dev/null || ip -n "$ns" addr add "$ip/${LC_POD_CIDR#*/}" dev eth0
+  ip -n "$ns" link set eth0 up
+  # No default route: like pods, nodes reach only the cluster (and the host).
+  ip -n "$ns" route replace "$LC_CLUSTER_CIDR" via "$LC_BRIDGE_IP" dev eth0
+  ip -n "$ns" route replace "$LC_SERVICE_CIDR" via "$LC_BRIDGE_IP" dev eth0
+  node_exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+  node_exec "$ns" sysctl -qw net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1 2>/dev/null ||
+    log "WARNING: no per-namespace br_netfilter settings (kernel < 5.3?): same-node pod -> Service -> pod may fail on $(node_name "$i")"
+  ip route replace "$(node_pod_cidr "$i")" via "$ip" dev "$LC_BRIDGE"
+}
+
+# node_cgroups I: the cgroup root of node I in every v1 hierarchy (the kubelet requires it to exist).
+node_cgroups() {
+  local cg d
+  cg="$(node_cgroup "$1")"
+  for d in "$LC_CGROUP_ROOT"/*/; do
+    [ "$(stat -f -c %T "$d" 2>/dev/null)" = cgroupfs ] || continue
+    mkdir -p "$d${cg#/}"
+    if [ -f "$d/cpuset.cpus" ]; then
+      [ -n "$(cat "$d${cg#/}/cpuset.cpus")" ] || cat "$d/cpuset.cpus" >"$d${cg#/}/cpuset.cpus"
+      [ -n "$(cat "$d${cg#/}/cpuset.mems")" ] || cat "$d/cpuset.mems" >"$d${cg#/}/cpuset.mems"
+    fi
+  done
+}
+
+# node_start_runtime I: node I's network, cgroups, files and containerd.
+node_start_runtime() {
+  local i="$1" name
+  name="$(node_name "$i")"
+  mkdir -p "$(node_var "$i")" "$(node_run "$i")/containerd"
+  node_network "$i"
+  node_cgroups "$i"
+  node_files "$i"
+  START_NETNS="$(node_netns "$i")" start "containerd@$name" "$(command -v containerd)" --config "$(node_dir "$i")/containerd.toml"
+  wait_for "containerd of $name" 60 ctr --address "$(node_sock "$i")" version
+}
+
+# node_start_agents I: node I's kubelet and kube-proxy (its containerd holds the pause image).
+node_start_agents() {
+  local i="$1" name dir
+  name="$(node_name "$i")" dir="$(node_dir "$i")"
+  START_NETNS="$(node_netns "$i")" start "kubelet@$name" "$K8S_BIN_DIR/kubelet" --config "$dir/kubelet.yaml" \
+    --kubeconfig "$dir/kubelet.kubeconfig" --root-dir "$(node_var "$i")/kubelet" \
+    --hostname-override "$name" --node-ip "$(node_ip "$i")" \
+    --pod-infra-container-image "$LC_PAUSE_IMAGE" --node-labels "topology.kubernetes.io/zone=$(node_zone "$i")"
+  START_NETNS="$(node_netns "$i")" start "kube-proxy@$name" "$K8S_BIN_DIR/kube-proxy" --config "$dir/kube-proxy.yaml"
+}
+
+# nodes_start I...: start nodes I... and import the images node 1 has into their containerd.
+nodes_start() {
+  local i
+  for i in "$@"; do node_start_runtime "$i"; done
+  "$ROOT_DIR/hack/images.sh" pause sync
+  for i in "$@"; do node_start_agents "$i"; done
+}
+
+# kill_containers COMPONENT SOCK: SIGKILL and forget every container of the containerd
+# COMPONENT (while it still knows them), then stop it and SIGKILL the shims of its socket.
+kill_containers() {
+  local name="$1" sock="$2" c pid
+  if running "$name"; then
+    for c in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do ctr --address "$sock" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
+    sleep 1
+    for c in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do ctr --address "$sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true; done
+    for c in $(ctr --address "$sock" -n k8s.io containers ls -q 2>/dev/null); do ctr --address "$sock" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true; done
+  fi
+  stop "$name"
+  for pid in $(pgrep -f "containerd-shim.*-address $sock" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+}
+
+# node_stop I (down): node I's kube-proxy, kubelet, containers, containerd and shims.
+node_stop() {
+  local i="$1" name
+  name="$(node_name "$i")"
+  stop "kube-proxy@$name"
+  stop "kubelet@$name"
+  kill_containers "containerd@$name" "$(node_sock "$i")"
+}
+
+# node_fail NODE: a node failure as the chaos suite wants it: SIGKILL its kubelet, kube-proxy,
+# containerd, shims and every container process (its cgroup root), then cut its network (veth
+# down). State on disk stays; node-up (or up) starts it again.
+node_fail() {
+  local name="$1" i pid dirs
+  i="$(node_index "$name")" || i=0
+  ((i >= 2 && i <= LC_NODES)) ||
+    die "$name is not one of nodes 2..$LC_NODES of this cluster (node 1 is the host: use kill kubelet containerd)"
+  crash "kubelet@$name" "kube-proxy@$name" "containerd@$name"
+  for pid in $(pgrep -f "containerd-shim.*-address $(node_sock "$i")" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  mapfile -t dirs < <(find "$LC_CGROUP_ROOT" -mindepth 2 -maxdepth 2 -type d -name "$LC_NODE_CGROUP_PREFIX$i" 2>/dev/null)
+  kill_cgroups "${dirs[@]}"
+  ip link set "$(node_veth "$i")" down 2>/dev/null || true
+  log "node $name is down: kubelet, kube-proxy, containerd, shims and containers killed, $(node_veth "$i") down"
+}
+
+# node_recover NODE: bring a failed node back and wait until it is Ready.
+node_recover() {
+  local name="$1" i
+  i="$(node_index "$name")" || i=0
+  ((i >= 2 && i <= LC_NODES)) || die "$name is not one of nodes 2..$LC_NODES of this cluster"
+  running kube-apiserver || die "the cluster is not up: run up"
+  nodes_start "$i"
+  wait_for "node $name to be Ready" 180 kubectl_admin wait --for=condition=Ready "node/$name" --timeout=5s
+  log "node $name is up and Ready"
+}
+
+all_components() {
+  local i c
+  printf '%s\n' "${COMPONENTS[@]}"
+  for i in $(node_indexes); do
+    for c in "${NODE_COMPONENTS[@]}"; do echo "$c@$(node_name "$i")"; done
+  done
 }
 
 # The bridge, its addresses, the ports and $LC_VAR_DIR/$LC_RUN_DIR are machine-wide, but $LC_DIR
@@ -402,10 +662,14 @@ up() {
   check_owner
   lc_ensure_packages
   build
-  local any=false c
-  for c in "${COMPONENTS[@]}"; do running "$c" && any=true; done
+  local any=false c i
+  for c in $(all_components); do running "$c" && any=true; done
+  if $any && [ "$(cat "$LC_DIR/node-count" 2>/dev/null || echo 1)" != "$LC_NODES" ]; then
+    die "the running cluster has $(cat "$LC_DIR/node-count" 2>/dev/null || echo 1) node(s), not LC_NODES=$LC_NODES: run down first"
+  fi
   # Nothing of ours runs but something was left behind (a killed session, a reboot): start clean.
-  if ! $any && { [ -d "$LC_DIR/etcd" ] || [ -d "$LC_VAR_DIR" ] || ip link show "$LC_BRIDGE" >/dev/null 2>&1; }; then
+  if ! $any && { [ -d "$LC_DIR/etcd" ] || [ -d "$LC_VAR_DIR" ] || ip link show "$LC_BRIDGE" >/dev/null 2>&1 ||
+    [ -n "$(our_node_netns)" ]; }; then
     log "found leftovers of a previous run and nothing running: cleaning up first"
     down
   fi
@@ -421,11 +685,22 @@ up() {
   start_kubelet
   start_kube_proxy
   start_coredns
-  wait_for "node $LC_NODE_NAME to be Ready" 180 \
-    kubectl_admin wait --for=condition=Ready "node/$LC_NODE_NAME" --timeout=5s
+  if [ "$LC_NODES" != 1 ]; then
+    echo "$LC_NODES" >"$LC_DIR/node-count"
+    # shellcheck disable=SC2046 # one index a word
+    nodes_start $(seq 2 "$LC_NODES")
+  fi
+  for ((i = 1; i <= LC_NODES; i++)); do
+    wait_for "node $(node_name "$i") to be Ready" 180 \
+      kubectl_admin wait --for=condition=Ready "node/$(node_name "$i")" --timeout=5s
+  done
   wait_for "CoreDNS to answer on $LC_BRIDGE_IP:53" 60 dns_answers
   forward_guard
-  log "local cluster is up: node $LC_NODE_NAME Ready, CoreDNS answers on $LC_BRIDGE_IP:53"
+  if [ "$LC_NODES" = 1 ]; then
+    log "local cluster is up: node $LC_NODE_NAME Ready, CoreDNS answers on $LC_BRIDGE_IP:53"
+  else
+    log "local cluster is up: $LC_NODES nodes Ready ($(for ((i = 1; i <= LC_NODES; i++)); do printf '%s ' "$(node_name "$i")"; done | sed 's/ $//')), CoreDNS answers on $LC_BRIDGE_IP:53"
+  fi
   cat >&2 <<EOF
 
   export KUBECONFIG=$LC_KUBECONFIG
@@ -451,25 +726,23 @@ unmount_under() { # unmount every mount point under the given directories, deepe
 down() {
   [ "$(id -u)" = 0 ] || die "the local cluster needs root"
   check_owner
-  local c pid
+  local c i
   record_pv_paths
   for c in coredns kube-proxy kube-scheduler kube-controller-manager pvperm kubelet; do stop "$c"; done
-  if running containerd; then
-    # Kill the containers while containerd still knows them, then drop its records.
-    for c in $(lc_ctr tasks ls -q 2>/dev/null); do lc_ctr tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
-    sleep 1
-    for c in $(lc_ctr tasks ls -q 2>/dev/null); do lc_ctr tasks delete -f "$c" >/dev/null 2>&1 || true; done
-    for c in $(lc_ctr containers ls -q 2>/dev/null); do lc_ctr containers delete "$c" >/dev/null 2>&1 || true; done
-  fi
-  stop containerd
-  # Shims of our containerd (found by its socket in their arguments) and anything left in pods.
-  for pid in $(pgrep -f "containerd-shim.*-address $LC_CONTAINERD_SOCK" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  # Nodes 2..N: their kube-proxy, kubelet, containers, containerd and shims.
+  for i in $(node_indexes); do node_stop "$i"; done
+  # Kill the containers while containerd still knows them, then drop its records; then the
+  # shims of our containerd (found by its socket in their arguments) and anything left in pods.
+  kill_containers containerd "$LC_CONTAINERD_SOCK"
   kill_pod_processes
+  kill_node_processes
   for c in kube-apiserver etcd; do stop "$c"; done
 
   unmount_under "$LC_VAR_DIR" "$LC_RUN_DIR"
   # Our pods' network namespaces (found from the bridge, so before it goes) and CNI results.
   netns_cleanup
+  # Nodes 2..N: their cgroup roots, network namespaces, veths and routes.
+  nodes_cleanup
   if ip link show "$LC_BRIDGE" >/dev/null 2>&1; then
     log "removing bridge $LC_BRIDGE"
     ip link delete "$LC_BRIDGE" 2>/dev/null || true
@@ -485,8 +758,8 @@ down() {
 }
 
 status() {
-  local c pid rc=0
-  for c in "${COMPONENTS[@]}"; do
+  local c pid rc=0 i
+  for c in $(all_components); do
     if pid="$(pid_of "$c")"; then
       printf '%-24s running (pid %s)\n' "$c" "$pid"
     else
@@ -495,6 +768,9 @@ status() {
     fi
   done
   printf '%-24s %s\n' bridge "$(ip -br addr show "$LC_BRIDGE" 2>/dev/null || echo absent)"
+  for i in $(node_indexes); do
+    printf '%-24s %s\n' "netns $(node_netns "$i")" "$(ip -br link show "$(node_veth "$i")" 2>/dev/null || echo "no veth")"
+  done
   if running kube-apiserver; then
     echo
     kubectl_admin get nodes -o wide 2>&1 || rc=1
@@ -509,7 +785,7 @@ status() {
 crash() {
   local c pid
   for c in "$@"; do
-    printf '%s\n' "${COMPONENTS[@]}" | grep -xF -- "$c" >/dev/null || die "unknown component $c (one of: ${COMPONENTS[*]})"
+    all_components | grep -xF -- "$c" >/dev/null || die "unknown component $c (one of: $(all_components | tr '\n' ' '))"
     pid="$(pid_of "$c")" || { log "$c is not running"; continue; }
     log "killing $c (pid $pid)"
     kill -KILL "$pid" 2>/dev/null || true
@@ -528,8 +804,13 @@ case "${1:-}" in
   down) lock && down ;;
   status) status ;;
   kill) shift && lock && crash "$@" ;;
+  node-down | node-up)
+    [ $# = 2 ] || { echo "usage: $0 $1 NODE" >&2 && exit 2; }
+    lock
+    if [ "$1" = node-down ]; then node_fail "$2"; else node_recover "$2"; fi
+    ;;
   *)
-    echo "usage: $0 up|down|status|kill NAME..." >&2
+    echo "usage: $0 up|down|status|kill NAME...|node-down NODE|node-up NODE" >&2
     exit 2
     ;;
 esac

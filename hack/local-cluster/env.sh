@@ -30,6 +30,34 @@ LC_ETCD_PEER_PORT="${LC_ETCD_PEER_PORT:-12380}"
 LC_CLUSTER_DOMAIN="cluster.local"
 
 LC_CONTAINERD_SOCK="$LC_RUN_DIR/containerd/containerd.sock"
+
+# Nodes (docs/local-cluster.md, "Several nodes"). LC_NODES=1 (the default) is the single node
+# above. LC_NODES=N>1 adds nodes 2..N, $LC_NODE_NAME-<i>, each with its own containerd, kubelet and
+# kube-proxy in its own network namespace on the bridge. A running cluster's count is recorded in
+# $LC_DIR/node-count, so commands without LC_NODES (hack/e2e.sh, images.sh) follow it.
+LC_NODES="${LC_NODES:-$(cat "$LC_DIR/node-count" 2>/dev/null || echo 1)}"
+# Host-side names of node i (2..N): network namespace, veth on the bridge, v1 cgroup root.
+LC_NODE_NETNS_PREFIX="eo-local-n"
+LC_NODE_VETH_PREFIX="eo-local-v"
+LC_NODE_CGROUP_PREFIX="eo-local-n"
+# Node i's address on the bridge: the last octet is LC_NODE_IP_BASE+i (node 1 keeps the bridge
+# address). Node 1's pods then get addresses below LC_NODE_IP_BASE only (rangeEnd).
+LC_NODE_IP_BASE="${LC_NODE_IP_BASE:-240}"
+
+# lc_node_socks prints the containerd socket of every node whose containerd answers: node 1's
+# first, then those of nodes 2..N (a node stopped by `local-cluster.sh node-down` is skipped).
+lc_node_socks() {
+  local s
+  echo "$LC_CONTAINERD_SOCK"
+  for s in "$LC_RUN_DIR"/nodes/*/containerd/containerd.sock; do
+    [ -S "$s" ] || continue
+    if timeout 5 ctr --address "$s" version >/dev/null 2>&1; then
+      echo "$s"
+    else
+      log "containerd $s does not answer (node down?): skipped"
+    fi
+  done
+}
 # The pod sandbox image: built locally by hack/images.sh, never pulled.
 LC_PAUSE_IMAGE="${LC_PAUSE_IMAGE:-localhost/etcd-operator/pause:1.0}"
 

@@ -8,10 +8,14 @@
 #
 # Inside, it builds a host as `up` would leave it (our bridge, EO-LOCAL-/KUBE-/CNI- chains and
 # jumps, pod network namespaces, pod cgroups with processes, PV directories, CNI results, the
-# state file) next to decoys made by "someone else" (the chain KUBE-DECOY-TEST, the network
-# namespace cni-decoy-test, a CNI chain of another network in CNI-HOSTPORT-DNAT, a kubepods pod
-# cgroup of another kubelet with a live process, another PV directory), runs SCRIPT down, and
-# checks that ours are gone and the decoys are intact. Prints "N passed, M failed".
+# state file; and a second node as LC_NODES>1 makes it: network namespace eo-local-n2 with its
+# veth eo-local-v2 on our bridge, a process in it, the route to its pod CIDR, its cgroup root
+# with a pod's process, a tmpfs under its state directory) next to decoys made by "someone
+# else" (the chain KUBE-DECOY-TEST, the network namespace cni-decoy-test, a CNI chain of another
+# network in CNI-HOSTPORT-DNAT, a kubepods pod cgroup of another kubelet with a live process,
+# another PV directory, the network namespace eo-local-decoy with a veth, a top-level cgroup
+# eo-local-decoy with a live process, a route on another interface), runs SCRIPT down, and checks
+# that ours are gone and the decoys are intact. Prints "N passed, M failed".
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -73,6 +77,28 @@ sleep 600 &
 our_pid=$!
 echo "$our_pid" >"/sys/fs/cgroup/pids/kubepods/besteffort/pod$OUR_UID/cgroup.procs"
 
+# A second node (LC_NODES>1), as `up` leaves it.
+NODE2=local-node-2
+NODE2_UID=66666666-7777-8888-9999-000000000000
+echo 3 >"$LC_DIR/node-count"
+mkdir -p "$LC_DIR/nodes/$NODE2" "$LC_VAR_DIR/nodes/$NODE2/kubelet/pods/$NODE2_UID" "$LC_RUN_DIR/nodes/$NODE2/containerd"
+mount -t tmpfs selftest-node2 "$LC_VAR_DIR/nodes/$NODE2/kubelet/pods/$NODE2_UID"
+ip addr add 10.244.0.1/24 dev eo-local0
+ip netns add eo-local-n2
+ip link add eo-local-v2 type veth peer name eth0 netns eo-local-n2
+ip link set eo-local-v2 master eo-local0 up
+ip -n eo-local-n2 link set eth0 up
+ip -n eo-local-n2 addr add 10.244.0.242/24 dev eth0
+ip route add 10.244.2.0/24 via 10.244.0.242 dev eo-local0
+nsenter --net=/run/netns/eo-local-n2 sleep 600 &
+node_pid=$!
+mkdir -p "/sys/fs/cgroup/pids/eo-local-n2/kubepods/besteffort/pod$NODE2_UID"
+sleep 600 &
+node_pod_pid=$!
+echo "$node_pod_pid" >"/sys/fs/cgroup/pids/eo-local-n2/kubepods/besteffort/pod$NODE2_UID/cgroup.procs"
+# The process in the node's namespace runs in the node's cgroup root, as its containers do.
+echo "$node_pid" >"/sys/fs/cgroup/pids/eo-local-n2/cgroup.procs"
+
 # Someone else's.
 iptables -w -N KUBE-DECOY-TEST && iptables -w -A KUBE-DECOY-TEST -j RETURN
 iptables -w -A INPUT -j KUBE-DECOY-TEST
@@ -86,6 +112,17 @@ touch /var/lib/cni/results/other-net-decoycid-eth0 /var/lib/cni/results/cni-loop
 sleep 600 &
 decoy_pid=$!
 echo "$decoy_pid" >/sys/fs/cgroup/pids/kubepods/besteffort/podDECOY/cgroup.procs
+ip netns add eo-local-decoy
+ip link add veth-decoy type veth peer name eth0 netns eo-local-decoy
+ip link add decoy-a type veth peer name decoy-b
+ip link set decoy-a up
+ip link set decoy-b up
+ip addr add 10.99.0.1/24 dev decoy-a
+ip route add 10.99.1.0/24 via 10.99.0.2 dev decoy-a
+mkdir -p /sys/fs/cgroup/pids/eo-local-decoy
+sleep 600 &
+decoy_cg_pid=$!
+echo "$decoy_cg_pid" >/sys/fs/cgroup/pids/eo-local-decoy/cgroup.procs
 
 echo "selftest: running $SCRIPT down in a sandbox"
 rc=0
@@ -123,6 +160,13 @@ check "our CNI results removed" no test -e "/var/lib/cni/results/$NET-ourcid-eth
 check "our pod's process killed" no alive "$our_pid"
 check "our PV directory removed" no test -e /tmp/hostpath_pv/pvc-ours
 check "state directory removed" no test -e "$LC_DIR"
+check "node netns eo-local-n2 removed" no netns eo-local-n2
+check "node veth eo-local-v2 removed" no ip link show eo-local-v2
+check "route to node 2's pod CIDR removed" no sh -c 'ip route show | grep -q "^10.244.2.0/24"'
+check "process in node 2's namespace killed" no alive "$node_pid"
+check "node 2's pod process killed" no alive "$node_pod_pid"
+check "node 2's tmpfs unmounted" no sh -c "findmnt -rn -o TARGET | grep -q '$LC_VAR_DIR/nodes/'"
+check "node 2's state directories removed" no test -e "$LC_VAR_DIR/nodes" -o -e "$LC_RUN_DIR/nodes"
 echo "-- the decoys survive"
 check "filter KUBE-DECOY-TEST and its jump from INPUT kept" sh -c 'iptables -w -S KUBE-DECOY-TEST && iptables -w -S INPUT | grep -q -- "-j KUBE-DECOY-TEST"'
 check "nat KUBE-DECOY-TEST kept" chain nat KUBE-DECOY-TEST
@@ -131,6 +175,9 @@ check "CNI-HOSTPORT-DNAT kept while another network uses it" sh -c 'iptables -w 
 check "netns cni-decoy-test kept" netns cni-decoy-test
 check "another kubelet's pod process alive" alive "$decoy_pid"
 check "another PV directory kept" test -d /tmp/hostpath_pv/pvc-decoy
+check "netns eo-local-decoy and its veth kept" sh -c 'ip netns list | grep -q "^eo-local-decoy" && ip link show veth-decoy'
+check "route on another interface kept" sh -c 'ip route show | grep -q "^10.99.1.0/24 via 10.99.0.2"'
+check "process in cgroup eo-local-decoy alive" alive "$decoy_cg_pid"
 check "another network's CNI results kept" test -e /var/lib/cni/results/other-net-decoycid-eth0 -a -e /var/lib/cni/results/cni-loopback-decoycid-lo
 
 echo "$passed passed, $failed failed"

@@ -14,6 +14,10 @@
 #   kubepods QoS directories only if we created them, and only when empty.
 # - paths: $LC_DIR, $LC_VAR_DIR, $LC_RUN_DIR, our CNI result files, our PVs' host paths (the
 #   whole /tmp/hostpath_pv only if we created it).
+# - nodes 2..N (LC_NODES>1): what carries our own prefixes, as the EO-LOCAL- chains do: the
+#   network namespaces eo-local-n<i> (with everything in them: the node's CNI bridge, its
+#   kube-proxy's iptables), the veths eo-local-v<i>, the v1 cgroup roots /eo-local-n<i> and every
+#   process in them, the routes through our bridge to the nodes' pod CIDRs.
 
 LC_STATE="$LC_DIR/state"
 LC_CNI_NETWORK="etcd-operator-local"
@@ -77,7 +81,10 @@ owned() {
 # ---------------------------------------------------------------------------------------------
 # Pods: processes and cgroups.
 
-our_pod_uids() { ls "$LC_VAR_DIR/kubelet/pods" 2>/dev/null || true; }
+our_pod_uids() {
+  local d
+  for d in "$LC_VAR_DIR/kubelet/pods" "$LC_VAR_DIR"/nodes/*/kubelet/pods; do ls "$d" 2>/dev/null || true; done
+}
 
 # our_pod_cgroups prints the cgroup directories of our pods (pod<UID>, with - or _).
 our_pod_cgroups() {
@@ -104,6 +111,51 @@ kill_pod_processes() {
     # The kubelet's QoS directories, only if empty (rmdir refuses otherwise).
     for d in "$LC_CGROUP_ROOT"/*/kubepods "$LC_CGROUP_ROOT"/kubepods; do
       rmdir "$d/besteffort" "$d/burstable" "$d" 2>/dev/null || true
+    done
+  fi
+}
+
+# kill_cgroups DIR...: SIGKILL every process in the cgroup trees DIR..., until none is left.
+kill_cgroups() {
+  local pids
+  [ $# -gt 0 ] || return 0
+  for _ in $(seq 1 20); do
+    pids="$(find "$@" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u || true)"
+    [ -z "$pids" ] && return 0
+    # shellcheck disable=SC2086 # one PID per word
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.5
+  done
+}
+
+# our_node_cgroups prints the cgroup roots of nodes 2..N in every hierarchy.
+our_node_cgroups() {
+  find "$LC_CGROUP_ROOT" -mindepth 2 -maxdepth 2 -type d -regex ".*/${LC_NODE_CGROUP_PREFIX}[0-9]+" 2>/dev/null || true
+}
+
+# kill_node_processes: whatever still runs in the cgroups of nodes 2..N (their containers).
+kill_node_processes() {
+  local dirs
+  mapfile -t dirs < <(our_node_cgroups)
+  kill_cgroups "${dirs[@]}"
+}
+
+# our_node_netns prints the network namespaces of nodes 2..N.
+our_node_netns() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${LC_NODE_NETNS_PREFIX}[0-9]+$" || true; }
+
+# nodes_cleanup (after their processes are gone): the nodes' cgroup roots, network namespaces,
+# veths and the routes through our bridge to their pod CIDRs.
+nodes_cleanup() {
+  local dirs n v dst
+  mapfile -t dirs < <(our_node_cgroups)
+  [ ${#dirs[@]} -eq 0 ] || find "${dirs[@]}" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  for n in $(our_node_netns); do ip netns delete "$n" 2>/dev/null || true; done
+  for v in $(ip -o link show 2>/dev/null | sed -n "s/^[0-9]*: \(${LC_NODE_VETH_PREFIX}[0-9]*\)@.*/\1/p"); do
+    ip link delete "$v" 2>/dev/null || true
+  done
+  if ip link show "$LC_BRIDGE" >/dev/null 2>&1; then
+    { ip -o route show dev "$LC_BRIDGE" 2>/dev/null || true; } | awk '$2 == "via" {print $1}' | while read -r dst; do
+      ip route delete "$dst" dev "$LC_BRIDGE" 2>/dev/null || true
     done
   fi
 }
