@@ -160,6 +160,10 @@ envtest-assets: ## Build kube-apiserver and etcd for envtest (cached) and print 
 local-up: ## Build (cached) and start a single-node Kubernetes on this machine.
 	hack/local-cluster.sh up
 
+.PHONY: local-up-3
+local-up-3: ## Build (cached) and start a three-node local Kubernetes (zones a-c; docs/local-cluster.md).
+	LC_NODES=3 hack/local-cluster.sh up
+
 .PHONY: local-down
 local-down: ## Stop the local cluster and remove everything it created.
 	hack/local-cluster.sh down
