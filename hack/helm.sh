@@ -123,7 +123,8 @@ lint() {
   done
   # The Deployments run the operators exactly as manifests/deploy does.
   (cd "$ROOT_DIR" && go run ./hack/tools/chartcheck "$tmp/default.yaml" manifests/deploy/*.yaml)
-  grep -q -- '--seed-agent-image=etcd-operator:dev' "$tmp/ns.yaml" || { echo "namespaced install without --seed-agent-image" >&2; exit 1; }
+  # Both the restore and the etcd operator run the restore agent's image.
+  [ "$(grep -c -- '--seed-agent-image=etcd-operator:dev' "$tmp/ns.yaml")" = 2 ] || { echo "namespaced install without --seed-agent-image for the etcd and the restore operator" >&2; exit 1; }
   grep -q -- '--watch-namespace=team-a,team-b' "$tmp/ns.yaml" || { echo "watchNamespace not rendered" >&2; exit 1; }
   # A namespaced install binds nothing cluster-wide but the TokenReview/SubjectAccessReview rules
   # that --metrics-secure needs (cluster-scoped APIs): bindings named *-metrics-auth only.

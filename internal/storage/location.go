@@ -79,6 +79,27 @@ func FromSource(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource)
 	return l, nil
 }
 
+// Block is the inverse of FromSource: the storage block of the API that names l, as
+// EtcdCluster.spec.bootstrap.restore.source carries it.
+func (l Location) Block() etcdv1beta2.BackupSource {
+	path := l.Bucket + "/" + l.Key
+	var ca *etcdv1beta2.SecretKeySelector
+	if l.CA != nil {
+		ca = l.CA.DeepCopy()
+	}
+	switch l.Type {
+	case etcdv1beta2.BackupStorageTypeS3:
+		return etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: path, AWSSecret: l.Secret, Endpoint: l.Endpoint, ForcePathStyle: l.ForcePathStyle, EndpointCA: ca}}
+	case etcdv1beta2.BackupStorageTypeABS:
+		return etcdv1beta2.BackupSource{ABS: &etcdv1beta2.ABSSource{Path: path, ABSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}}
+	case etcdv1beta2.BackupStorageTypeGCS:
+		return etcdv1beta2.BackupSource{GCS: &etcdv1beta2.GCSSource{Path: path, GCPSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}}
+	case etcdv1beta2.BackupStorageTypeOSS:
+		return etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: path, OSSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}}
+	}
+	return etcdv1beta2.BackupSource{}
+}
+
 // FromSpec is FromSource of a backup spec's storage type and block.
 func FromSpec(spec *etcdv1beta2.BackupSpec) (Location, error) {
 	return FromSource(spec.StorageType, spec.BackupSource)

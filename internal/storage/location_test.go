@@ -58,6 +58,10 @@ func TestLocationRoundTrip(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(back, l) {
 				t.Fatalf("Decode(Encode) = %+v, %v; want %+v", back, err, l)
 			}
+			// The storage block of a cluster's bootstrap.restore.source.
+			if again, err := FromSource(tc.typ, l.Block()); err != nil || !reflect.DeepEqual(again, l) {
+				t.Fatalf("FromSource(Block) = %+v, %v; want %+v", again, err, l)
+			}
 			// A status URL read back in the store of the same block.
 			at, err := l.WithKey("other/key").At(l.URL())
 			if err != nil || !reflect.DeepEqual(at, l) {

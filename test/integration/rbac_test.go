@@ -79,7 +79,9 @@ func TestGeneratedRolesSuffice(t *testing.T) {
 		case "backup-operator":
 			// The test's etcd is outside the namespace: the administrator lists it.
 			args = append(args, "--allowed-etcd-endpoints="+strings.TrimPrefix(etcd.Endpoint, "http://"))
-		case "restore-operator":
+		case "restore-operator", "etcd-operator":
+			// Both run the restore agent's image: the restore operator in its check pod, the
+			// etcd operator in the members it restores.
 			args = append(args, "--seed-agent-image=etcd-operator:dev")
 		}
 		op := startOperator(t, binary, serviceAccountKubeconfig(t, opsNS, binary), args...)
@@ -121,8 +123,8 @@ func TestGeneratedRolesSuffice(t *testing.T) {
 		t.Errorf("EtcdBackup once: status.sha256 %s, stored object's %s", backup.Status.SHA256, sum)
 	}
 	waitCondition(t, &etcdv1beta2.EtcdBackupSchedule{}, watched, "nightly")
-	// The restore operator read the backup and verified it, then created the cluster and its
-	// seed pod, controlled by the cluster.
+	// The restore operator read the backup and verified it, then created the cluster; the etcd
+	// operator created its restored members' pods, controlled by the cluster.
 	restore := &etcdv1beta2.EtcdRestore{}
 	waitFor(t, "EtcdRestore drill's backup to verify", func(ctx context.Context) error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: watched, Name: "drill"}, restore); err != nil {

@@ -55,8 +55,9 @@ func storedSHA256(t *testing.T, b *etcdv1beta2.EtcdBackup) string {
 	return sum
 }
 
-// waitSeedPod waits until EtcdRestore ns/name created its EtcdCluster (named by the restore)
-// and the cluster's seed member pod, controlled by that cluster.
+// waitSeedPod waits until EtcdRestore ns/name created its EtcdCluster (named by the restore,
+// with the verified backup as bootstrap.restore.source) and the etcd operator the cluster's
+// seed member pod, controlled by that cluster.
 func waitSeedPod(t *testing.T, ns, name string) {
 	t.Helper()
 	rs := &etcdv1beta2.EtcdRestore{}
@@ -68,7 +69,7 @@ func waitSeedPod(t *testing.T, ns, name string) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rs.Spec.EtcdCluster.Name}, c); err != nil {
 			return err
 		}
-		if b := c.Spec.Bootstrap; b == nil || b.Restore == nil || b.Restore.RestoreName != name || b.Restore.SeedMember == "" {
+		if b := c.Spec.Bootstrap; b == nil || b.Restore == nil || b.Restore.RestoreName != name || b.Restore.SeedMember == "" || b.Restore.Source == nil {
 			return fmt.Errorf("bootstrap %+v, want a restore by %s", b, name)
 		}
 		return nil

@@ -22,18 +22,23 @@ func usesPVC(c *etcdv1beta2.EtcdCluster) bool {
 // AlreadyExists is success when c controls the object (a previous pass got there first); an
 // object of that name controlled by anything else is never used: errNotOwned.
 func (r *Reconciler) createMemberPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, name, version, state, initial string) error {
+	return r.createMember(ctx, c, member.NewPod(c, name, version, state, initial))
+}
+
+// createMember creates the data volume (if the cluster uses them) and pod, controlled by c, of
+// the member whose pod is pod.
+func (r *Reconciler) createMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) error {
 	if usesPVC(c) {
-		pvc := member.NewPVC(c, name)
+		pvc := member.NewPVC(c, pod.Name)
 		if err := controllerutil.SetControllerReference(c, pvc, r.Scheme()); err != nil {
-			return fmt.Errorf("owning volume %s: %w", name, err)
+			return fmt.Errorf("owning volume %s: %w", pod.Name, err)
 		}
 		if err := r.createOwned(ctx, c, pvc, &corev1.PersistentVolumeClaim{}, "volume"); err != nil {
 			return err
 		}
 	}
-	pod := member.NewPod(c, name, version, state, initial)
 	if err := controllerutil.SetControllerReference(c, pod, r.Scheme()); err != nil {
-		return fmt.Errorf("owning pod %s: %w", name, err)
+		return fmt.Errorf("owning pod %s: %w", pod.Name, err)
 	}
 	return r.createOwned(ctx, c, pod, &corev1.Pod{}, "pod")
 }

@@ -129,7 +129,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile moves one EtcdCluster at most one member step toward its spec:
 //  1. Get the cluster; gone -> drop its metrics, done. Being deleted -> done (owner references
-//     let the garbage collector delete pods, volumes, Services and the PodDisruptionBudget).
+//     let the garbage collector delete pods, volumes, Services and the PodDisruptionBudget),
+//     after stopping the member pods at once when an in-place restore replaces it.
 //  2. Defer the single status patch; observedGeneration only when the pass succeeded, Ready
 //     (with Reconciling or Stalled) from what the pass wrote.
 //  3. Unless paused: ensure the headless peer Service and the client Service (a foreign one
@@ -158,7 +159,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", req.NamespacedName, err)
 	}
 	if c.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+		// The garbage collector deletes what c owns; a restore replacing c wants its members
+		// stopped at once.
+		return ctrl.Result{}, r.stopReplaced(ctx, c)
 	}
 	before := c.DeepCopy()
 	defer func() {
@@ -319,7 +322,7 @@ func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.
 	switch b := c.Spec.Bootstrap; {
 	case b == nil || b.Restore == nil:
 	case b.Restore.Source != nil:
-		d.SeedMember, d.RestoredMembers, d.BuildRestored = restoreSeed(c), restoreNames(c), !restoreFailed(c)
+		d.SeedMember, d.RestoredMembers, d.BuildRestored = restoreSeed(c), restoreLive(c), !restoreFailed(c)
 	default:
 		d.SeedMember, d.RestoredMembers = b.Restore.SeedMember, b.Restore.Members
 	}

@@ -3,14 +3,15 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
 	"github.com/etcd-operator/etcd-operator/internal/member"
@@ -62,12 +63,26 @@ func restoreNames(c *etcdv1beta2.EtcdCluster) []string {
 	return names
 }
 
+// restoreLive are the restored members whose restore has not failed (restoreNames without
+// status.restore.failedMembers): those the cluster forms from.
+func restoreLive(c *etcdv1beta2.EtcdCluster) []string {
+	names := restoreNames(c)
+	if st := c.Status.Restore; st != nil && len(st.FailedMembers) > 0 {
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(st.FailedMembers, n) })
+	}
+	return names
+}
+
 // restoreSeed is the member the others are checked against.
 func restoreSeed(c *etcdv1beta2.EtcdCluster) string {
-	if s := c.Spec.Bootstrap.Restore.SeedMember; s != "" {
+	live := restoreLive(c)
+	if s := c.Spec.Bootstrap.Restore.SeedMember; s != "" && (slices.Contains(live, s) || len(live) == 0) {
 		return s
 	}
-	return restoreNames(c)[0]
+	if len(live) == 0 {
+		return restoreNames(c)[0]
+	}
+	return live[0]
 }
 
 // setRestored sets the Restored condition.
@@ -91,29 +106,30 @@ func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.Et
 	if r.AgentImage == "" {
 		return reason.Errorf(etcdv1beta2.ReasonSeedFailed, "the etcd operator does not know the image of the restore agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
 	}
+	// Read around the cache: a pass on a copy that missed the last status patch must not
+	// restore a member again whose restore failed (status.restore.failedMembers), nor restore
+	// into a cluster that formed or failed meanwhile.
+	live := &etcdv1beta2.EtcdCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
+		return fmt.Errorf("reading %s before restoring members: %w", klog.KObj(c), err)
+	}
+	if live.UID != c.UID || live.Status.ClusterID != "" || restoreFailed(live) {
+		return nil
+	}
+	var failed []string
+	if live.Status.Restore != nil {
+		failed = live.Status.Restore.FailedMembers
+	}
 	names := restoreNames(c)
 	if c.Status.Restore == nil {
 		c.Status.Restore = &etcdv1beta2.ClusterRestoreStatus{}
 	}
 	c.Status.Restore.Members = names
 	for _, name := range names {
-		if _, ok := obs.pods[name]; ok {
+		if _, ok := obs.pods[name]; ok || slices.Contains(failed, name) {
 			continue
 		}
-		if usesPVC(c) {
-			pvc := member.NewPVC(c, name)
-			if err := controllerutil.SetControllerReference(c, pvc, r.Scheme()); err != nil {
-				return fmt.Errorf("owning volume %s: %w", name, err)
-			}
-			if err := r.createOwned(ctx, c, pvc, &corev1.PersistentVolumeClaim{}, "volume"); err != nil {
-				return err
-			}
-		}
-		pod := restoreboot.Pod(c, name, names, src, r.AgentImage)
-		if err := controllerutil.SetControllerReference(c, pod, r.Scheme()); err != nil {
-			return fmt.Errorf("owning pod %s: %w", name, err)
-		}
-		if err := r.createOwned(ctx, c, pod, &corev1.Pod{}, "pod"); err != nil {
+		if err := r.createMember(ctx, c, restoreboot.Pod(c, name, names, src, r.AgentImage)); err != nil {
 			return err
 		}
 	}
@@ -126,15 +142,23 @@ func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.Et
 // reports the members' progress and stops them all if one failed for good; once it formed, it
 // verifies every member against the backup.
 func (r *Reconciler) reconcileRestore(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) error {
+	if err := r.freshRestoreStatus(ctx, c); err != nil || !restoring(c) {
+		return err // verified already, in a pass this cached copy has not seen
+	}
 	if restoreFailed(c) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionRestored)
 		return reason.Errorf(etcdv1beta2.ReasonRestoreFailed, "the restore from bootstrap.restore.source failed (%s): %s. bootstrap is immutable: delete this EtcdCluster and apply it again (with another source) to retry", cond.Reason, cond.Message)
 	}
 	names := restoreNames(c)
+	if c.Status.Restore == nil {
+		c.Status.Restore = &etcdv1beta2.ClusterRestoreStatus{Members: names}
+	}
 	ms := make(restoreboot.Members, 0, len(names))
 	for _, name := range names {
-		if obs.ReservedNames[name] {
-			return reason.Errorf(etcdv1beta2.ReasonSeedConflict, "a pod or volume named %s, which this cluster does not control, stands at the name of a member to restore: nothing was created; delete or rename it", name)
+		if obs.ReservedNames[name] && c.Status.ClusterID == "" {
+			err := reason.Errorf(etcdv1beta2.ReasonSeedConflict, "a pod or volume named %s, which this cluster does not control, stands at the name of a member to restore: it is not taken for one, and nothing was created or deleted", name)
+			setRestored(c, false, etcdv1beta2.ReasonSeedConflict, err.Error())
+			return err
 		}
 		ms = append(ms, restoreboot.NewMember(name, obs.pods[name]))
 	}
@@ -189,7 +213,10 @@ func (r *Reconciler) restoreProgress(ctx context.Context, c *etcdv1beta2.EtcdClu
 		for _, m := range ms {
 			if m.Failed() {
 				stop = append(stop, m)
-				r.event(c, corev1.EventTypeWarning, m.Res.Reason, fmt.Sprintf("Member %s could not restore the backup (%s); its pod was deleted and the member is replaced from the members that run on the restored data", m.Name, m.Res.Message))
+				if !slices.Contains(c.Status.Restore.FailedMembers, m.Name) {
+					c.Status.Restore.FailedMembers = append(c.Status.Restore.FailedMembers, m.Name)
+				}
+				r.event(c, corev1.EventTypeWarning, m.Res.Reason, fmt.Sprintf("Member %s could not restore the backup (%s); its pod was deleted and it joins the cluster through raft from the members that run on the restored data", m.Name, m.Res.Message))
 			}
 		}
 		return r.stopRestoreMembers(ctx, c, stop)
@@ -312,5 +339,39 @@ func (r *Reconciler) verifyRestore(ctx context.Context, c *etcdv1beta2.EtcdClust
 	msg := fmt.Sprintf("%d members hold the backup's %d keys at revision %d (keyspace hash %d)", len(names), st.Keys, st.Revision, st.Hash)
 	setRestored(c, true, etcdv1beta2.ReasonRestoreSucceeded, msg)
 	r.event(c, corev1.EventTypeNormal, "Restored", msg)
+	return nil
+}
+
+// freshRestoreStatus takes into c what a pass on a cached copy may have missed and must never
+// undo: a restore that was verified or failed for good, and the members whose restore failed. Without it, such
+// a pass would write its own view (Restoring) over the failure with its status patch.
+func (r *Reconciler) freshRestoreStatus(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+	live := &etcdv1beta2.EtcdCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
+		return fmt.Errorf("reading %s for its restore: %w", klog.KObj(c), err)
+	}
+	if live.UID != c.UID {
+		return nil
+	}
+	cond := meta.FindStatusCondition(live.Status.Conditions, etcdv1beta2.ClusterConditionRestored)
+	switch {
+	case cond == nil:
+	case cond.Status == metav1.ConditionTrue:
+		meta.SetStatusCondition(&c.Status.Conditions, *cond)
+		c.Status.Restore = live.Status.Restore.DeepCopy()
+		return nil
+	case restoreFailed(live):
+		meta.SetStatusCondition(&c.Status.Conditions, *cond)
+	}
+	if st := live.Status.Restore; st != nil {
+		if c.Status.Restore == nil {
+			c.Status.Restore = st.DeepCopy()
+		}
+		for _, n := range st.FailedMembers {
+			if !slices.Contains(c.Status.Restore.FailedMembers, n) {
+				c.Status.Restore.FailedMembers = append(c.Status.Restore.FailedMembers, n)
+			}
+		}
+	}
 	return nil
 }

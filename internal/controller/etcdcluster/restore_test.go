@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
@@ -260,5 +261,157 @@ func TestRestoreFailingBeforeFormationStopsEveryMember(t *testing.T) {
 	}))
 	if d := meta.FindStatusCondition(getCluster(t, ns, "c").Status.Conditions, "Degraded"); !strings.Contains(d.Message, "sha256 of the object does not match") || !strings.Contains(d.Message, "apply it again") {
 		t.Fatalf("Degraded message %q does not say what failed and how to retry", d.Message)
+	}
+}
+
+// TestForeignPodAtAMemberNameStopsTheRestore: a pod the cluster does not control, standing at
+// the name of a member to restore and looking like one that restored and runs, is neither
+// taken for that member nor touched; the restore fails SeedConflict and creates nothing.
+func TestForeignPodAtAMemberNameStopsTheRestore(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "nokubelet-foreign")
+	stranger := member.NewPod(sourceCluster(ns, 1), "c-0", "3.6.16", "new", "")
+	if err := k8s.Create(ctx, stranger); err != nil {
+		t.Fatal(err)
+	}
+	restoreReports(t, stranger, restoreseed.Result{Outcome: restoreseed.OutcomeRestored, Revision: 201, HashKV: 5}, true)
+	c := sourceCluster(ns, 3)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testutil.Timeout, "SeedConflict", testutil.NoError(func() error {
+		c := getCluster(t, ns, "c")
+		if condition(c, etcdv1beta2.ClusterConditionRestored) != "False/"+etcdv1beta2.ReasonSeedConflict || condition(c, "Degraded") != "True/"+etcdv1beta2.ReasonRestoreFailed && condition(c, "Degraded") != "True/"+etcdv1beta2.ReasonSeedConflict {
+			return fmt.Errorf("Restored %s, Degraded %s", condition(c, etcdv1beta2.ClusterConditionRestored), condition(c, "Degraded"))
+		}
+		return nil
+	}))
+	testutil.Consistently(t, 2*time.Second, "nothing created, the stranger untouched", testutil.NoError(func() error {
+		if got := podNames(t, ns); !slices.Equal(got, []string{"c-0"}) {
+			return fmt.Errorf("pods %v", got)
+		}
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(stranger), p); err != nil || p.UID != stranger.UID || len(p.OwnerReferences) != 0 || p.DeletionTimestamp != nil {
+			return fmt.Errorf("the stranger's pod was touched: %w %+v", err, p.ObjectMeta)
+		}
+		return nil
+	}))
+}
+
+// TestEmptyBackupIsVerifiedAtTheSeedsRevision: a snapshot of an empty keyspace holds no key
+// revision, so the restore step reports none; the seed, running on the restored data, says
+// which revision it serves and what it holds there, and every member is checked at it.
+func TestEmptyBackupIsVerifiedAtTheSeedsRevision(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "nokubelet-empty")
+	c := sourceCluster(ns, 3)
+	c.Spec.Bootstrap.Restore.Source.Revision = 0
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"c-0", "c-1", "c-2"}
+	pods := waitRestorePods(t, c, names...)
+	formFake(c, names...)
+	for _, n := range names {
+		memberFigures.Store(ns+"/"+n, restoreboot.MemberState{Hash: 1084519789, Keys: 0, Revision: 1})
+		restoreReports(t, pods[n], restoreseed.Result{Outcome: restoreseed.OutcomeRestored, Message: "restored 20512 bytes at revision 0"}, true)
+	}
+	testutil.Eventually(t, testutil.Timeout, "Restored", testutil.NoError(func() error {
+		c := getCluster(t, ns, "c")
+		if condition(c, etcdv1beta2.ClusterConditionRestored) != "True/"+etcdv1beta2.ReasonRestoreSucceeded {
+			return fmt.Errorf("Restored %s", condition(c, etcdv1beta2.ClusterConditionRestored))
+		}
+		return nil
+	}))
+	if st := getCluster(t, ns, "c").Status.Restore; st.Revision != 1 || st.Keys != 0 || st.Hash != 1084519789 || st.MembersVerified != 3 {
+		t.Fatalf("status.restore %+v, want 3 members verified at revision 1 with no keys", st)
+	}
+}
+
+// TestMemberFailingAfterQuorumRunsIsReplaced: once a quorum of the restored members runs etcd
+// on the restored data, it may serve writes: a member whose restore then fails for good has only
+// its own pod stopped; the others are left running.
+func TestMemberFailingAfterQuorumRunsIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "nokubelet-late")
+	c := sourceCluster(ns, 3)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"c-0", "c-1", "c-2"}
+	pods := waitRestorePods(t, c, names...)
+	ok := restoreseed.Result{Outcome: restoreseed.OutcomeRestored, Revision: 1_000_000_200, BackupRevision: 200, HashKV: 777, Keys: 150}
+	restoreReports(t, pods["c-0"], ok, true)
+	restoreReports(t, pods["c-1"], ok, true)
+	restoreReports(t, pods["c-2"], restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}, false)
+	testutil.Eventually(t, testutil.Timeout, "the failed member's pod stopped", testutil.NoError(func() error {
+		if got := podNames(t, ns); !slices.Equal(got, []string{"c-0", "c-1"}) {
+			p := &corev1.Pod{}
+			_ = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-2"}, p)
+			c := getCluster(t, ns, "c")
+			return fmt.Errorf("pods %v, want c-0 and c-1 (c-2 restore pod %v, created %s; restored %s, %+v)", got, restoreboot.IsRestorePod(p), p.CreationTimestamp, condition(c, etcdv1beta2.ClusterConditionRestored), c.Status.Restore)
+		}
+		return nil
+	}))
+	if c := getCluster(t, ns, "c"); restoreFailed(c) {
+		t.Fatalf("Restored %s: a quorum runs on the restored data, the restore goes on", condition(c, etcdv1beta2.ClusterConditionRestored))
+	}
+}
+
+// TestReplacedClusterStopsAtOnce: a cluster an in-place restore deletes (annotated replaced-by)
+// has its member pods deleted with a one-second grace period by the etcd operator; pods it does
+// not control are not touched, nor are the pods of a cluster deleted without the annotation.
+func TestReplacedClusterStopsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, replaced := range []bool{true, false} {
+		ns := namespace(t, "nokubelet-replaced")
+		c := newCluster(ns, "c", 1)
+		c.Finalizers = []string{"test.etcd.database.coreos.com/hold"} // keeps it while being deleted
+		if replaced {
+			c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "restore-uid"}
+		}
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		own := member.NewPod(c, "c-0", "3.6.16", "new", "")
+		if err := controllerutil.SetControllerReference(c, own, k8s.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+		own.Spec.NodeName = "node-a" // a scheduled pod: its deletion waits out the grace period
+		stranger := member.NewPod(c, "c-7", "3.6.16", "new", "")
+		stranger.Spec.NodeName = "node-a"
+		for _, p := range []*corev1.Pod{own, stranger} {
+			if err := k8s.Create(ctx, p); err != nil && !strings.Contains(err.Error(), "already exists") {
+				t.Fatal(err)
+			}
+		}
+		if err := k8s.Delete(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		check := func() error {
+			p := &corev1.Pod{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(own), p); err != nil {
+				return err
+			}
+			stopped := p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 1
+			if stopped != replaced {
+				return fmt.Errorf("member pod deletion %v grace %v (replaced %v)", p.DeletionTimestamp, p.DeletionGracePeriodSeconds, replaced)
+			}
+			s := &corev1.Pod{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(stranger), s); err != nil || s.DeletionTimestamp != nil {
+				return fmt.Errorf("the stranger's pod was touched: %w", err)
+			}
+			return nil
+		}
+		if replaced {
+			testutil.Eventually(t, testutil.Timeout, "replaced members stopped", testutil.NoError(check))
+		} else {
+			testutil.Consistently(t, 2*time.Second, "members of a plain deletion left to the garbage collector", testutil.NoError(check))
+		}
+		cur := getCluster(t, ns, "c")
+		cur.Finalizers = nil
+		if err := k8s.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

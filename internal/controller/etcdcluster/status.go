@@ -239,7 +239,7 @@ func restoredMembers(c *etcdv1beta2.EtcdCluster) []string {
 	case b == nil || b.Restore == nil:
 		return nil
 	case b.Restore.Source != nil:
-		return restoreNames(c)
+		return restoreLive(c)
 	}
 	return b.Restore.Members
 }

@@ -80,7 +80,9 @@ func (r *Reconciler) checkRestorable(ctx context.Context, rs *etcdv1beta2.EtcdRe
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		pod = r.checkPod(rs, c, src)
+		if pod, err = r.checkPod(rs, c, src); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.Create(ctx, pod); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 				return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the API server refused the restore check pod: %v%s", err, noChange)
@@ -154,8 +156,12 @@ func (r *Reconciler) stopCheck(ctx context.Context, rs *etcdv1beta2.EtcdRestore)
 // and the restored data, with the members' resources (or a memory limit of checkMemoryLimit).
 // It carries none of the cluster's member labels and no owner but rs, so no etcd operator ever
 // takes it for a member, and deleting the EtcdRestore deletes it.
-func (r *Reconciler) checkPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, src *source) *corev1.Pod {
-	pod := r.seedPod(rs, c, scratchMember, []string{scratchMember}, src)
+func (r *Reconciler) checkPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, src *source) (*corev1.Pod, error) {
+	from, err := restoreboot.FromSpec(restoreSource(rs, src))
+	if err != nil {
+		return nil, err
+	}
+	pod := restoreboot.Pod(c, scratchMember, []string{scratchMember}, from, r.AgentImage)
 	pod.Name = checkPodName(rs)
 	pod.Labels = map[string]string{LabelRestore: rs.Name}
 	pod.Annotations = map[string]string{AnnotationRestoreUID: string(rs.UID)}
@@ -202,7 +208,7 @@ func (r *Reconciler) checkPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCl
 		vols = append(vols, v)
 	}
 	spec.Volumes = vols
-	return pod
+	return pod, nil
 }
 
 // checkResult reads the check's outcome: res is nil while it runs; done is true when it

@@ -78,8 +78,8 @@ func TestUnrestorableBackupLeavesClusterUntouched(t *testing.T) {
 	}
 }
 
-// TestCheckAndSeedMustAgree: a member that restored another keyspace hash than the check
-// computed from the same backup fails the restore.
+// TestCheckAndSeedMustAgree: members that restored another keyspace hash than the check
+// computed from the same backup fail the restore.
 func TestCheckAndSeedMustAgree(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
@@ -91,8 +91,8 @@ func TestCheckAndSeedMustAgree(t *testing.T) {
 	if v := rs.Status.Verification; v == nil || v.SnapshotHash != 555 || v.Keys != 200 || v.Revision != 201 {
 		t.Fatalf("verification after the check %+v", v)
 	}
-	c := playGC(t, ns, "prod", old.UID)
-	seedRuns(t, waitPod(t, ns, c.Spec.Bootstrap.Restore.SeedMember), restoredOK) // hash 777
+	c := waitRestoring(t, ns, "prod", old.UID)
+	restoredBy(t, c, etcdv1beta2.ClusterRestoreStatus{Revision: 201, Hash: 777, Keys: 200})
 	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonVerificationFailed)
 	if !strings.Contains(rs.Status.Reason, "restore check computed 555") {
 		t.Errorf("reason %q", rs.Status.Reason)

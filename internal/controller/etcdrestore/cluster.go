@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -32,7 +31,7 @@ type template struct {
 func templateOf(c *etcdv1beta2.EtcdCluster) *template {
 	t := &template{Labels: c.Labels, Annotations: map[string]string{}, Spec: *c.Spec.DeepCopy()}
 	for k, v := range c.Annotations {
-		if k != corev1.LastAppliedConfigAnnotation && k != AnnotationRestoreUID {
+		if k != corev1.LastAppliedConfigAnnotation && k != AnnotationRestoreUID && k != etcdv1beta2.AnnotationReplacedBy {
 			t.Annotations[k] = v
 		}
 	}
@@ -75,7 +74,11 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 	if err != nil {
 		return nil, err
 	}
-	c = newCluster(rs, tmpl, name, names)
+	src, err := pinned(rs)
+	if err != nil {
+		return nil, err
+	}
+	c = newCluster(rs, tmpl, name, names, src)
 	if _, replaced := rs.Annotations[AnnotationClusterTemplate]; replaced {
 		// In place: the old cluster is gone, its volumes are retained; record them again in
 		// case the pass that retained them did not get to write the status.
@@ -100,9 +103,9 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 }
 
 // newCluster is the EtcdCluster rs creates from tmpl: the restore bootstrap names rs, the seed
-// member (names[0]) and every member restored at once (names), and the restore-uid annotation
-// ties the cluster to rs.
-func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names []string) *etcdv1beta2.EtcdCluster {
+// member (names[0]), every member restored at once (names) and the verified backup src they
+// are built from (by the etcd operator), and the restore-uid annotation ties the cluster to rs.
+func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names []string, src *source) *etcdv1beta2.EtcdCluster {
 	annotations := map[string]string{AnnotationRestoreUID: string(rs.UID)}
 	for k, v := range tmpl.Annotations {
 		if k != AnnotationRestoreUID {
@@ -113,7 +116,8 @@ func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, Labels: tmpl.Labels, Annotations: annotations},
 		Spec:       *tmpl.Spec.DeepCopy(),
 	}
-	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: names[0], Members: names}}
+	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: names[0], Members: names,
+		Source: restoreSource(rs, src)}}
 	if rs.Spec.TTLSecondsAfterFinished != nil && rs.Spec.ClusterTemplate != nil {
 		// A drill's scratch cluster is disposable by declaration: deleting the drill deletes it
 		// even before the TTL. Any other restored cluster outlives its EtcdRestore.
@@ -140,13 +144,21 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 	if err := r.retainVolumes(ctx, rs, c); err != nil {
 		return err
 	}
+	if c.Annotations[etcdv1beta2.AnnotationReplacedBy] != string(rs.UID) {
+		// The etcd operator stops the members of a cluster a restore replaces at once.
+		patch := c.DeepCopy()
+		if patch.Annotations == nil {
+			patch.Annotations = map[string]string{}
+		}
+		patch.Annotations[etcdv1beta2.AnnotationReplacedBy] = string(rs.UID)
+		if err := r.Patch(ctx, patch, client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("marking EtcdCluster %s as replaced: %w", c.Name, err)
+		}
+	}
 	uid := c.UID
 	err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
 	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting EtcdCluster %s to replace it: %w", c.Name, err)
-	}
-	if err := r.stopMembers(ctx, c); err != nil {
-		return err
 	}
 	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup and preflight checks passed; deleted EtcdCluster %s (its pods go with it, its %d volumes are kept until the restored cluster is verified) to restore it from %s", c.Name, len(rs.Status.RetainedVolumes), rs.Status.BackupLocation)
 	return errWait{"deleting the old EtcdCluster " + c.Name + " and its pods"}
@@ -166,39 +178,14 @@ func (r *Reconciler) preflightReplace(ctx context.Context, rs *etcdv1beta2.EtcdR
 	if err != nil {
 		return nil, err
 	}
-	if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, names), c.UID, names); err != nil {
+	src, err := pinned(rs)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, names, src), c.UID, names); err != nil {
 		return nil, err
 	}
 	return tmpl, nil
-}
-
-// replacedGracePeriod is how long the pods of a replaced cluster get to stop. Their data is
-// either on the retained volumes (etcd is crash-safe) or about to be gone with the pods; a
-// graceful etcd stop would only try, for up to about 7 s, to hand leadership to members that
-// are stopping too.
-const replacedGracePeriod = 1
-
-// stopMembers deletes, with a short grace period, the member pods of c, the cluster being
-// replaced (its deletion, already requested, would take them with the pods' own 30 s grace):
-// only pods c controls (by UID), each with a UID precondition. The etcd operator leaves a
-// cluster that is being deleted alone, so nothing recreates them.
-func (r *Reconciler) stopMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{member.LabelCluster: c.Name}); err != nil {
-		return fmt.Errorf("listing the pods of EtcdCluster %s: %w", c.Name, err)
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if !controlledBy(p, c.UID) {
-			continue
-		}
-		uid := p.UID
-		err := r.Delete(ctx, p, client.GracePeriodSeconds(replacedGracePeriod), client.Preconditions{UID: &uid})
-		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("stopping pod %s of the replaced EtcdCluster %s: %w", p.Name, c.Name, err)
-		}
-	}
-	return nil
 }
 
 // saveTemplate records tmpl on rs before the cluster it describes is deleted.

@@ -35,15 +35,7 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	}
 	ready := c.Status.Members.Ready
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) || len(ready) != int(c.Spec.Size) || c.Status.ReadyMembers != c.Spec.Size || len(c.Status.Members.Unready) > 0 {
-		// The members restored beside the seed may still be restoring; one that failed for good
-		// is replaced by the etcd operator once its pod is stopped.
-		ms, err := r.restoringMembers(ctx, rs, c, true)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.stopFailed(ctx, rs, c, ms); err != nil {
-			return ctrl.Result{}, err
-		}
+		// A member that failed to restore is the etcd operator's to replace.
 		r.progress(rs, etcdv1beta2.RestorePhaseGrowing, fmt.Sprintf("waiting for the etcd operator to grow EtcdCluster %s: %d of %d members ready", c.Name, len(ready), c.Spec.Size))
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}

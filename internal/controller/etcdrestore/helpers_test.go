@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,27 +50,6 @@ func memberPod(t *testing.T, c *etcdv1beta2.EtcdCluster, name string) *corev1.Po
 	return pod
 }
 
-// playGC waits until the old cluster (uid) is being deleted, removes the foreground-deletion
-// finalizer (envtest runs no garbage collector), and returns the cluster the restore makes next.
-func playGC(t *testing.T, ns, name string, uid types.UID) *etcdv1beta2.EtcdCluster {
-	t.Helper()
-	var c *etcdv1beta2.EtcdCluster
-	testutil.Eventually(t, testutil.Timeout, "old cluster "+name+" replaced", func() (bool, string) {
-		var err error
-		c, err = getCluster(t, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		if c.UID == uid && c.DeletionTimestamp != nil {
-			c.Finalizers = nil
-			_ = k8s.Update(t.Context(), c)
-			return false, "finalizer removed"
-		}
-		return c.UID != uid, "uid " + string(c.UID)
-	})
-	return c
-}
-
 func getPod(t *testing.T, ns, name string) (*corev1.Pod, error) {
 	p := &corev1.Pod{}
 	return p, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, p)
@@ -78,6 +58,57 @@ func getPod(t *testing.T, ns, name string) (*corev1.Pod, error) {
 func getPVC(t *testing.T, ns, name string) (*corev1.PersistentVolumeClaim, error) {
 	p := &corev1.PersistentVolumeClaim{}
 	return p, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, p)
+}
+
+// waitRestoring waits for the cluster rs makes: a new one (not uid) whose
+// bootstrap.restore.source the etcd operator would build its members from.
+func waitRestoring(t *testing.T, ns, name string, old types.UID) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	var c *etcdv1beta2.EtcdCluster
+	testutil.Eventually(t, testutil.Timeout, "cluster "+name+" restoring", func() (bool, string) {
+		var err error
+		c, err = getCluster(t, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if c.UID == old && c.DeletionTimestamp != nil {
+			c.Finalizers = nil // envtest runs no garbage collector
+			_ = k8s.Update(t.Context(), c)
+			return false, "finalizer removed"
+		}
+		ok := c.UID != old && c.Spec.Bootstrap != nil && c.Spec.Bootstrap.Restore != nil && c.Spec.Bootstrap.Restore.Source != nil
+		return ok, fmt.Sprintf("uid %s bootstrap %+v", c.UID, c.Spec.Bootstrap)
+	})
+	return c
+}
+
+// restoredBy plays the etcd operator: it built every member of c from the backup, they formed
+// the cluster and each serves st's figures (Restored=True). members (the fake checks) say the
+// same for every restored member.
+func restoredBy(t *testing.T, c *etcdv1beta2.EtcdCluster, st etcdv1beta2.ClusterRestoreStatus) {
+	t.Helper()
+	if len(st.Members) == 0 {
+		st.Members = c.Spec.Bootstrap.Restore.Members
+	}
+	st.MembersVerified = int32(len(st.Members)) //nolint:gosec // a few members
+	for _, m := range st.Members {
+		members.set(member.Host(c, m), restoreboot.MemberState{Hash: uint32(st.Hash), Keys: st.Keys, Revision: st.Revision}) //nolint:gosec // a test hash
+	}
+	c.Status.ClusterID = "c1"
+	c.Status.Restore = &st
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionRestored, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonRestoreSucceeded, Message: "verified"})
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restoreFailedIn plays the etcd operator: building c from the backup failed with why.
+func restoreFailedIn(t *testing.T, c *etcdv1beta2.EtcdCluster, why, msg string) {
+	t.Helper()
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionRestored, Status: metav1.ConditionFalse, Reason: why, Message: msg})
+	if err := k8s.Status().Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitPod waits for pod name to exist.
@@ -92,46 +123,14 @@ func waitPod(t *testing.T, ns, name string) *corev1.Pod {
 	return pod
 }
 
-// seedRuns plays the kubelet: the seed's restore step exited 0 with result, etcd is ready.
-func seedRuns(t *testing.T, pod *corev1.Pod, result string) {
-	t.Helper()
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: result}}}}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if err := k8s.Status().Update(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// seedFails plays the kubelet: the seed's restore step exited 1 with result.
-func seedFails(t *testing.T, pod *corev1.Pod, result string) {
-	t.Helper()
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: result}}}}
-	if err := k8s.Status().Update(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // grown plays the etcd operator: c is Available with the members ready.
 func grown(t *testing.T, c *etcdv1beta2.EtcdCluster, ready ...string) {
 	t.Helper()
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy"})
 	c.Status.Members.Ready = ready
 	c.Status.ReadyMembers = int32(len(ready)) //nolint:gosec // a few members
 	if err := k8s.Status().Update(t.Context(), c); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// onlyControlledBy fails unless obj's only owner reference is c as controller, blocking deletion.
-func onlyControlledBy(t *testing.T, what string, obj metav1.Object, c *etcdv1beta2.EtcdCluster) {
-	t.Helper()
-	refs := obj.GetOwnerReferences()
-	if len(refs) != 1 {
-		t.Fatalf("%s owner references %+v, want only its EtcdCluster", what, refs)
-	}
-	ref := refs[0]
-	if ref.Kind != "EtcdCluster" || ref.Name != c.Name || ref.UID != c.UID || !ptr.Deref(ref.Controller, false) || !ptr.Deref(ref.BlockOwnerDeletion, false) {
-		t.Fatalf("%s owner reference %+v, want controller EtcdCluster %s (UID %s) blocking deletion", what, ref, c.Name, c.UID)
 	}
 }
 
@@ -175,3 +174,6 @@ func checkEnds(t *testing.T, ns, restore string, code int32, result string) *cor
 	}
 	return made
 }
+
+// restoredOK is the result of a check pod that restored the test backup.
+const restoredOK = `{"outcome":"Restored","revision":201,"hashKV":777}`

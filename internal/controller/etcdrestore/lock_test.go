@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -29,11 +28,10 @@ func TestOneRestorePerCluster(t *testing.T) {
 
 	waitCondition(t, ns, "second", etcdv1beta2.RestoreConditionComplete, "False/"+etcdv1beta2.ReasonRestoreInProgress)
 	checkPasses(t, ns, "first", restoredOK)
-	first := playGC(t, ns, "prod", old.UID)
+	first := waitRestoring(t, ns, "prod", old.UID)
 	if first.Spec.Bootstrap.Restore.RestoreName != "first" {
 		t.Fatalf("cluster made by %q, want first", first.Spec.Bootstrap.Restore.RestoreName)
 	}
-	pod := waitPod(t, ns, "prod-0")
 	// Passes of the second restore while the first owns the cluster: it still waits.
 	for i := range 3 {
 		touch(t, ns, "second", i)
@@ -52,18 +50,18 @@ func TestOneRestorePerCluster(t *testing.T) {
 		t.Errorf("%d RestoreInProgress warnings, want 1", n)
 	}
 
-	// The first restore's seed fails: it says how to retry, and the second one is that retry.
-	seedFails(t, pod, mustJSON(t, restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}))
+	// The etcd operator could not restore the first restore's members: it says how to retry,
+	// and the second one is that retry.
+	restoreFailedIn(t, first, etcdv1beta2.ReasonInsufficientStorage, "member prod-0 could not restore the backup: the data volume has 10 MiB free")
 	failed := waitCondition(t, ns, "first", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonInsufficientStorage)
 	if !strings.Contains(failed.Status.Reason, "create a new EtcdRestore with etcdCluster.name prod") {
 		t.Errorf("failure %q does not say how to retry", failed.Status.Reason)
 	}
 	checkPasses(t, ns, "second", restoredOK)
-	retry := playGC(t, ns, "prod", first.UID)
+	retry := waitRestoring(t, ns, "prod", first.UID)
 	if b := retry.Spec.Bootstrap.Restore; b.RestoreName != "second" {
 		t.Fatalf("cluster after the retry made by %q", b.RestoreName)
 	}
-	waitPod(t, ns, retry.Spec.Bootstrap.Restore.SeedMember)
 }
 
 // touch changes an annotation of the EtcdRestore, which makes the controller look at it again.

@@ -13,10 +13,9 @@ import (
 // Annotations of the ownership contract between the restore and etcd operators
 // (docs/safety.md).
 const (
-	// AnnotationRestoreUID is set on the seed pod and volume and on the EtcdCluster a restore
-	// creates, and on the volumes it retains: the UID of that EtcdRestore. A seed is the
-	// restore's only if it carries it (and the cluster controls it); a retained volume is
-	// released by that restore only.
+	// AnnotationRestoreUID is set on the EtcdCluster a restore creates, on its check pod and on
+	// the volumes it retains: the UID of that EtcdRestore. A retained volume is released by that
+	// restore only. (The previous release set it on the seed pods and volumes it created too.)
 	AnnotationRestoreUID = "etcd.database.coreos.com/restore-uid"
 	// AnnotationRetainedBy is set on a volume of a cluster replaced in place: the name of the
 	// EtcdRestore that keeps it until the restored cluster is verified (for people: the UID in
@@ -24,8 +23,8 @@ const (
 	AnnotationRetainedBy = "etcd.database.coreos.com/retained-by"
 )
 
-// clusterRef is the controller reference of an object that belongs to cluster c: the seed pod
-// and volume are members of the cluster from the start, never of the EtcdRestore.
+// clusterRef is the controller reference of an object that belongs to cluster c, as the etcd
+// operator sets it on the members it creates (the preflight's dry run carries it too).
 func clusterRef(c *etcdv1beta2.EtcdCluster) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: c.Name, UID: c.UID,
@@ -49,18 +48,6 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid })
 }
 
-// seedOf reports whether obj (the pod or volume at the seed's name) is the seed rs created for
-// c: it carries rs's UID and c controls it. A seed made by the previous release (owned by the
-// EtcdRestore, labelled with its name, adopted by c or not yet) counts too, so a restore in
-// flight across an upgrade continues.
-func seedOf(obj metav1.Object, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) bool {
-	if uid, ok := obj.GetAnnotations()[AnnotationRestoreUID]; ok {
-		return uid == string(rs.UID) && controlledBy(obj, c.UID)
-	}
-	legacy := obj.GetLabels()[LabelRestore] == rs.Name && ownedBy(obj, rs.UID)
-	return legacy && (metav1.GetControllerOf(obj) == nil || controlledBy(obj, c.UID))
-}
-
 // ours reports whether c is the cluster rs made: it names rs in its restore bootstrap and
 // carries rs's UID. A cluster of the previous release (no UID annotation) is rs's if it was
 // made no earlier than rs: an EtcdRestore deleted and re-created under the same name never
@@ -73,17 +60,4 @@ func ours(c *etcdv1beta2.EtcdCluster, rs *etcdv1beta2.EtcdRestore) bool {
 		return uid == string(rs.UID)
 	}
 	return !c.CreationTimestamp.Before(&rs.CreationTimestamp)
-}
-
-// describeOwner says who controls obj, for messages.
-func describeOwner(obj metav1.Object) string {
-	ref := metav1.GetControllerOf(obj)
-	uid := obj.GetAnnotations()[AnnotationRestoreUID]
-	switch {
-	case ref == nil && uid == "":
-		return "no controller and no restore UID"
-	case ref == nil:
-		return "no controller, restore UID " + uid
-	}
-	return ref.Kind + " " + ref.Name + " (UID " + string(ref.UID) + ") as controller"
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,7 +43,7 @@ func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	}
 	dry := c.DeepCopy()
 	dry.UID = uid
-	return r.dryRunSeed(ctx, rs, dry, names, src)
+	return r.dryRunSeed(ctx, dry, names)
 }
 
 // checkVersion fails when the backup was taken from an etcd of a newer minor release than the
@@ -155,14 +156,14 @@ func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdResto
 // dryRunSeed asks the API server to admit, without creating them, the seed member's volume and
 // pod exactly as the restore would create them (the other members' differ only in name). That
 // admits one volume against a quota; checkVolumeQuota counts them all.
-func (r *Reconciler) dryRunSeed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, names []string, src *source) error {
+func (r *Reconciler) dryRunSeed(ctx context.Context, c *etcdv1beta2.EtcdCluster, names []string) error {
 	seed := names[0]
-	objs := []client.Object{}
-	if pvc := seedPVC(rs, c, seed); pvc != nil {
-		objs = append(objs, pvc)
+	objs, err := r.memberObjects(c, seed, names)
+	if err != nil {
+		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the etcd operator could not restore the members from this backup: %v"+noChange, err)
 	}
-	objs = append(objs, r.seedPod(rs, c, seed, names, src))
 	for _, obj := range objs {
+		obj.SetOwnerReferences([]metav1.OwnerReference{clusterRef(c)})
 		err := r.Create(ctx, obj, client.DryRunAll)
 		switch {
 		case err == nil:

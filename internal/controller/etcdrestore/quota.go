@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -20,10 +21,10 @@ import (
 // cluster's volumes until the restored cluster is verified, so they all count at once. Quotas
 // with scopes are left to admission: scopes select pods, and the check would have to guess.
 func (r *Reconciler) checkVolumeQuota(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, names []string) error {
-	pvc := seedPVC(rs, c, names[0])
-	if pvc == nil {
+	if c.Spec.Pod == nil || c.Spec.Pod.PersistentVolumeClaimSpec == nil {
 		return nil
 	}
+	pvc := member.NewPVC(c, names[0])
 	quotas := &corev1.ResourceQuotaList{}
 	// Read around the cache: a quota is read once per restore, not worth an informer.
 	if err := r.APIReader.List(ctx, quotas, client.InNamespace(rs.Namespace)); err != nil {

@@ -6,8 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
-	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -50,15 +48,12 @@ func TestReadyCondition(t *testing.T) {
 	waitKstatus(t, ns, "missing", "Ready=False/BackupNotFound Reconciling=<none> Stalled=True/BackupNotFound")
 
 	create(t, s.drill(ns, "ok", "scratch", "etcd.backup"))
-	pod := waitPod(t, ns, "scratch-0")
 	waitKstatus(t, ns, "ok", "Ready=False/Restoring Reconciling=True/Restoring Stalled=<none>")
 	c, err := getCluster(t, ns, "scratch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const rev, hash = 201, 12345
-	seedRuns(t, pod, fmt.Sprintf(`{"outcome":"Restored","revision":%d,"hashKV":%d,"size":%d}`, rev, hash, s.backup.Size))
-	members.set(member.Host(c, "scratch-0"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev})
+	restoredBy(t, c, etcdv1beta2.ClusterRestoreStatus{Revision: 201, Hash: 12345, Keys: 200})
 	waitCondition(t, ns, "ok", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
 	if c, err = getCluster(t, ns, "scratch"); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
-// Package etcdrestore holds the controller of EtcdRestore: it checks the backup, replaces or
-// creates the target EtcdCluster with a restore bootstrap, seeds its first member from the
-// backup, and reports success only once the etcd operator has grown the cluster to size and
-// every member holds the backup's keyspace.
+// Package etcdrestore holds the controller of EtcdRestore, the front door of a restore: it
+// resolves and verifies the backup, takes the one-restore-per-cluster lock, preflights, replaces
+// or creates the target EtcdCluster with bootstrap.restore.source set to the verified backup,
+// waits while the etcd operator builds and verifies every member from it (Restored), and reports
+// success only once every member of the Available cluster holds the backup's keyspace. It
+// creates and deletes no member pod or volume.
 package etcdrestore
 
 import (
@@ -40,7 +42,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// LabelRestore is set on a restore's seed pod and volume: the name of the EtcdRestore.
+// LabelRestore is set on a restore's check pod: the name of the EtcdRestore.
 const LabelRestore = "etcd.database.coreos.com/restore"
 
 // Requeue intervals for what no watch reports.
@@ -98,7 +100,7 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return r.SetupWithManager(mgr)
 }
 
-// SetupWithManager registers r with the manager: EtcdRestores, the seed pods (by label) and
+// SetupWithManager registers r with the manager: EtcdRestores, their check pods (by label) and
 // the clusters (by their restore bootstrap, and by name: an old cluster going away) trigger
 // passes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -216,16 +218,12 @@ func (r *Reconciler) step(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctr
 		return ctrl.Result{RequeueAfter: requeueNow}, nil
 	}
 	if deadline := rs.Status.StartTime.Add(restoreTimeout(rs.Status.BackupSize)); r.now().After(deadline) {
-		// A seed still fetching or crash-looping would retry forever: stop it, unless its
-		// members formed a cluster (then it may hold writes, and it stays).
-		formed, err := r.stopOwnSeed(ctx, rs)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
+		// The restore's own check pod stops; the cluster and its members are the etcd
+		// operator's, left as they are (formed, they may hold writes).
 		if err := r.stopCheck(ctx, rs); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs))+formed+r.leftBehind(ctx, rs))
+		r.fail(rs, etcdv1beta2.ReasonTimeout, fmt.Sprintf("the restore did not complete within %s (%s)", restoreTimeout(rs.Status.BackupSize), describeProgress(rs))+r.leftAlone(ctx, rs)+r.leftBehind(ctx, rs))
 		return ctrl.Result{}, nil
 	}
 
@@ -294,4 +292,14 @@ func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
 
 func equalStatus(a, b *etcdv1beta2.EtcdRestore) bool {
 	return equality.Semantic.DeepEqual(a.Status, b.Status)
+}
+
+// leftAlone says, for a restore that gives up, that the cluster it made formed and is left as
+// it is: its members are the etcd operator's, and a formed cluster may already hold writes.
+func (r *Reconciler) leftAlone(ctx context.Context, rs *etcdv1beta2.EtcdRestore) string {
+	c := &etcdv1beta2.EtcdCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c); err != nil || !ours(c, rs) || c.Status.ClusterID == "" {
+		return ""
+	}
+	return fmt.Sprintf(". EtcdCluster %s formed on the restored data and may serve writes: it is left running as it is, unverified against the backup", c.Name)
 }

@@ -12,12 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
-	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -135,8 +134,8 @@ func podsIn(l *corev1.PodList, ns string) []string {
 
 // TestReplaceSeedGrowVerify walks an in-place restore through every step: the old cluster is
 // deleted only after the backup checked out, the new one copies its spec with the restore
-// bootstrap, the seed pod fetches exactly the verified object, and success needs every member
-// to match the seed's keyspace.
+// bootstrap whose source is exactly the verified object, the restore creates no pod, and
+// success needs every member to match the restored keyspace.
 func TestReplaceSeedGrowVerify(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
@@ -147,20 +146,9 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	result := fmt.Sprintf(`{"outcome":"Restored","revision":%d,"hashKV":%d,"keys":200,"size":%d}`, rev, hash, s.backup.Size)
 	checkPasses(t, ns, "prod", result)
 
-	// The old cluster is deleted in the foreground; envtest has no garbage collector, so the
-	// test plays it and removes the finalizer.
-	testutil.Eventually(t, testutil.Timeout, "old cluster deleted", func() (bool, string) {
-		c, err := getCluster(t, ns, "prod")
-		if err != nil {
-			return false, err.Error()
-		}
-		if c.UID == old.UID && c.DeletionTimestamp != nil {
-			c.Finalizers = nil
-			_ = k8s.Update(t.Context(), c)
-			return false, "finalizer removed"
-		}
-		return c.UID != old.UID, "uid " + string(c.UID)
-	})
+	// The old cluster is deleted in the foreground (envtest has no garbage collector: the
+	// helper plays it), and the new one carries the verified backup as its source.
+	c := waitRestoring(t, ns, "prod", old.UID)
 	rs := getRestore(t, ns, "prod")
 	if _, ok := rs.Annotations[AnnotationClusterTemplate]; !ok {
 		t.Error("template not saved before the cluster was deleted")
@@ -168,56 +156,31 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	if pin, err := storage.Decode(rs.Annotations[AnnotationBackupSource]); err != nil || pin.Bucket != s.bucket.Name || pin.Key != "etcd.backup" {
 		t.Errorf("verified backup not pinned: %+v, %v", pin, err)
 	}
-	c, err := getCluster(t, ns, "prod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Spec.Size != 3 || c.Labels["team"] != "a" || c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil ||
-		c.Spec.Bootstrap.Restore.RestoreName != "prod" || c.Spec.Bootstrap.Restore.SeedMember != "prod-0" {
+	if c.Spec.Size != 3 || c.Labels["team"] != "a" || c.Spec.Bootstrap.Restore.RestoreName != "prod" || c.Spec.Bootstrap.Restore.SeedMember != "prod-0" {
 		t.Fatalf("new cluster %+v labels %v", c.Spec, c.Labels)
 	}
+	src := c.Spec.Bootstrap.Restore.Source
+	if loc, err := storage.FromSource(src.StorageType, src.BackupSource); err != nil || loc.Bucket != s.bucket.Name || loc.Key != "etcd.backup" || loc.Secret != "aws" ||
+		src.SHA256 != s.backup.SHA256 || src.Size != s.backup.Size || src.RevisionBump != nil {
+		t.Fatalf("bootstrap.restore.source %+v (%v), want the verified backup", src, err)
+	}
+	pods := &corev1.PodList{}
+	if err := k8s.List(t.Context(), pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
+		t.Fatalf("the restore created pods %v (%v): members are the etcd operator's", podsIn(pods, ns), err)
+	}
 
-	pod := &corev1.Pod{}
-	testutil.Eventually(t, testutil.Timeout, "seed pod", func() (bool, string) {
-		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "prod-0"}, pod)
-		return err == nil, fmt.Sprint(err)
-	})
-	if len(pod.Spec.InitContainers) != 2 || pod.Spec.InitContainers[0].Image != "etcd-operator:test" || pod.Spec.InitContainers[1].Image != pod.Spec.Containers[0].Image {
-		t.Fatalf("init containers %+v", pod.Spec.InitContainers)
-	}
-	checkSeedArgs(t, pod, restoreseed.Options{
-		Location: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: s.bucket.Name, Key: "etcd.backup",
-			Endpoint: s.bucket.Source("x", "aws").S3.Endpoint, ForcePathStyle: true, Secret: "aws"},
-		Expect: restoreseed.Expect{Size: s.backup.Size, SHA256: s.backup.SHA256},
-		Name:   "prod-0", ClusterToken: string(c.UID),
-	})
-	if pod.Labels[member.LabelCluster] != "prod" || pod.Labels[LabelRestore] != "prod" || pod.Spec.Subdomain != "prod" {
-		t.Errorf("seed identity: labels %v subdomain %s", pod.Labels, pod.Spec.Subdomain)
-	}
-	onlyControlledBy(t, "seed pod", pod, c)
-
-	// The kubelet's part: the restore step finished, etcd runs and is ready.
-	msg := result
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: msg}}}}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if err := k8s.Status().Update(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	members.set(member.Host(c, "prod-0"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev})
+	// The etcd operator's part: every member restored and verified.
+	restoredBy(t, c, etcdv1beta2.ClusterRestoreStatus{Revision: rev, Hash: hash, Keys: 200, BackupRevision: rev})
 	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
 	if rs.Status.Verification == nil || rs.Status.Verification.Keys != 200 || rs.Status.Verification.SnapshotHash != hash {
 		t.Fatalf("verification after seeding: %+v", rs.Status.Verification)
 	}
+	c, _ = getCluster(t, ns, "prod")
 
 	// The etcd operator's part: the cluster grows; one member is not there yet, then all are.
 	members.set(member.Host(c, "prod-1"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
 	members.set(member.Host(c, "prod-2"), restoreboot.MemberState{Hash: hash, Keys: 200, Revision: rev + 5})
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
-	c.Status.Members.Ready = []string{"prod-0", "prod-1"}
-	c.Status.ReadyMembers = 2
-	if err := k8s.Status().Update(t.Context(), c); err != nil {
-		t.Fatal(err)
-	}
+	grown(t, c, "prod-0", "prod-1")
 	// The restore has seen the grown cluster (its message counts 2 of 3) and does not succeed.
 	testutil.Eventually(t, testutil.Timeout, "restore waiting on the third member", func() (bool, string) {
 		rs := getRestore(t, ns, "prod")
@@ -227,11 +190,8 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 		c := meta.FindStatusCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionComplete)
 		return c != nil && strings.Contains(c.Message, "2 of 3 members ready"), fmt.Sprintf("%+v", c)
 	})
-	c.Status.Members.Ready = []string{"prod-0", "prod-1", "prod-2"}
-	c.Status.ReadyMembers = 3
-	if err := k8s.Status().Update(t.Context(), c); err != nil {
-		t.Fatal(err)
-	}
+	c, _ = getCluster(t, ns, "prod")
+	grown(t, c, "prod-0", "prod-1", "prod-2")
 	rs = waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionComplete, "True/"+etcdv1beta2.ReasonRestoreSucceeded)
 	v := rs.Status.Verification
 	if !rs.Status.Succeeded || !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision != rev+5 || rs.Status.Duration == nil || rs.Status.BackupSHA256 != s.backup.SHA256 {
@@ -248,33 +208,19 @@ func TestMemberMismatchFails(t *testing.T) {
 	rs.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
 	rs.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
 	create(t, rs)
-	pod := &corev1.Pod{}
-	testutil.Eventually(t, testutil.Timeout, "seed pod", func() (bool, string) {
-		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "scratch-0"}, pod)
-		return err == nil, fmt.Sprint(err)
-	})
-	c, err := getCluster(t, ns, "scratch")
-	if err != nil || c.Labels["team"] != "" {
-		t.Fatalf("scratch cluster %v labels %v: a drill must not copy the template's labels", err, c.Labels)
+	c := waitRestoring(t, ns, "scratch", "")
+	if c.Labels["team"] != "" {
+		t.Fatalf("scratch cluster labels %v: a drill must not copy the template's labels", c.Labels)
 	}
 	if refs := c.OwnerReferences; len(refs) != 1 || refs[0].Name != "drill" || refs[0].Controller != nil {
 		t.Errorf("a drill's scratch cluster is owned by its EtcdRestore (not as controller): %+v", refs)
 	}
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"outcome":"Restored","revision":9}`}}}}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if err := k8s.Status().Update(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	for i, h := range []uint32{7, 8, 7} {
-		members.set(member.Host(c, fmt.Sprintf("scratch-%d", i)), restoreboot.MemberState{Hash: h, Keys: 3, Revision: 9})
-	}
+	restoredBy(t, c, etcdv1beta2.ClusterRestoreStatus{Revision: 9, Hash: 7, Keys: 3})
+	// By the time the restore checks every member, scratch-1 serves another keyspace.
+	members.set(member.Host(c, "scratch-1"), restoreboot.MemberState{Hash: 8, Keys: 3, Revision: 9})
 	waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
-	c.Status.Conditions = []metav1.Condition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionTrue, Reason: "ClusterHealthy", LastTransitionTime: metav1.Now()}}
-	c.Status.Members.Ready = []string{"scratch-0", "scratch-1", "scratch-2"}
-	c.Status.ReadyMembers = 3
-	if err := k8s.Status().Update(t.Context(), c); err != nil {
-		t.Fatal(err)
-	}
+	c, _ = getCluster(t, ns, "scratch")
+	grown(t, c, "scratch-0", "scratch-1", "scratch-2")
 	got := waitCondition(t, ns, "drill", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonVerificationFailed)
 	if !strings.Contains(got.Status.Reason, "scratch-1") {
 		t.Errorf("reason %q does not name the member", got.Status.Reason)
@@ -290,7 +236,8 @@ func TestMemberMismatchFails(t *testing.T) {
 }
 
 // TestDrillNeverReplaces: a restore with clusterTemplate into a name that exists fails and
-// leaves that cluster alone; so does a seed that reports a terminal failure.
+// leaves that cluster alone; a cluster the etcd operator could not restore fails the restore
+// with its reason.
 func TestDrillNeverReplaces(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
@@ -305,28 +252,15 @@ func TestDrillNeverReplaces(t *testing.T) {
 		t.Fatalf("existing cluster touched: %v", err)
 	}
 
-	// A seed that runs out of space: Failed with that reason, the crash-looping pod removed.
+	// Members that run out of space: Failed with that reason.
 	rs2 := s.restore(ns, "nospace", "fresh", "etcd.backup")
 	rs2.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: "tmpl"}
 	create(t, rs2)
-	pod := &corev1.Pod{}
-	testutil.Eventually(t, testutil.Timeout, "seed pod", func() (bool, string) {
-		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fresh-0"}, pod)
-		return err == nil, fmt.Sprint(err)
-	})
-	res := restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: restoreboot.InitRestore, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: mustJSON(t, res)}}}}
-	if err := k8s.Status().Update(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
+	restoreFailedIn(t, waitRestoring(t, ns, "fresh", ""), etcdv1beta2.ReasonInsufficientStorage, "member fresh-0 could not restore the backup: the data volume has 10 MiB free")
 	got := waitCondition(t, ns, "nospace", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonInsufficientStorage)
 	if !strings.Contains(got.Status.Reason, "10 MiB free") || !strings.Contains(got.Status.Reason, "create a new EtcdRestore") {
 		t.Errorf("reason %q", got.Status.Reason)
 	}
-	testutil.Eventually(t, testutil.Timeout, "failed seed pod deleted", func() (bool, string) {
-		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "fresh-0"}, pod)
-		return err != nil || pod.DeletionTimestamp != nil, "still there"
-	})
 }
 
 func mustJSON(t *testing.T, v any) string {

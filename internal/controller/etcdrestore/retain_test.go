@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
-	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -23,9 +22,15 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 	old := pvcClusterWithVolumes(t, ns, "prod", 3)
 	create(t, s.restore(ns, "first", "prod", "etcd.backup"))
 	checkPasses(t, ns, "first", restoredOK)
-	c := playGC(t, ns, "prod", old.UID)
-	pod := waitPod(t, ns, "prod-3")
-	seedFails(t, pod, mustJSON(t, restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonInsufficientStorage, Message: "the data volume has 10 MiB free"}))
+	c := waitRestoring(t, ns, "prod", old.UID)
+	if b := c.Spec.Bootstrap.Restore; strings.Join(b.Members, ",") != "prod-3,prod-4,prod-5" {
+		t.Fatalf("restored members %v, want prod-3..5 (above the retained prod-0..2)", b.Members)
+	}
+	// The etcd operator made the members' volumes, and could not restore into them.
+	for _, name := range []string{"prod-3", "prod-4", "prod-5"} {
+		memberPVC(t, c, name)
+	}
+	restoreFailedIn(t, c, etcdv1beta2.ReasonInsufficientStorage, "member prod-3 could not restore the backup: the data volume has 10 MiB free")
 	rs := waitCondition(t, ns, "first", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonInsufficientStorage)
 	for _, want := range []string{"10 MiB free", "prod-0, prod-1, prod-2", "create a new EtcdRestore with etcdCluster.name prod", AnnotationRetainedBy} {
 		if !strings.Contains(rs.Status.Reason, want) {
@@ -37,22 +42,13 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 			t.Fatalf("retained volume prod-%d not kept after the failure: %v", i, err)
 		}
 	}
-	// Every member of the restore was stopped (none had formed a cluster), the failed one too.
-	for _, name := range []string{"prod-3", "prod-4", "prod-5"} {
-		testutil.Eventually(t, testutil.Timeout, "member pod "+name+" stopped", func() (bool, string) {
-			p, err := getPod(t, ns, name)
-			return gone(err, p), "still there"
-		})
-	}
 
 	create(t, s.restore(ns, "retry", "prod", "etcd.backup"))
 	checkPasses(t, ns, "retry", restoredOK)
-	next := playGC(t, ns, "prod", c.UID)
+	next := waitRestoring(t, ns, "prod", c.UID)
 	if b := next.Spec.Bootstrap.Restore; b.RestoreName != "retry" || b.SeedMember != "prod-6" || strings.Join(b.Members, ",") != "prod-6,prod-7,prod-8" {
 		t.Fatalf("retry bootstrap %+v, want restore retry restoring prod-6..8 (above prod-0..5)", b)
 	}
-	seed := waitPod(t, ns, "prod-6")
-	onlyControlledBy(t, "retry seed", seed, next)
 	// The failed restore's volumes were the memberless cluster's: the retry keeps them until
 	// verified.
 	for _, name := range []string{"prod-3", "prod-4", "prod-5"} {

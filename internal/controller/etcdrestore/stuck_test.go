@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -39,6 +40,21 @@ func TestStuckOldPodsAreNamedAndForceDeletedOnlyOnRequest(t *testing.T) {
 
 	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
 	checkPasses(t, ns, "prod", restoredOK)
+	// The old cluster is deleted; its operator stops its members (here played: their pods get
+	// a deletion timestamp their lost node never confirms).
+	testutil.Eventually(t, testutil.Timeout, "old cluster deleted", func() (bool, string) {
+		c, err := getCluster(t, ns, "prod")
+		return err == nil && c.UID == old.UID && c.DeletionTimestamp != nil, fmt.Sprint(err)
+	})
+	for _, name := range []string{"prod-0", "prod-1", "prod-2"} {
+		p, err := getPod(t, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k8s.Delete(t.Context(), p, client.GracePeriodSeconds(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var cond *metav1.Condition
 	testutil.Eventually(t, testutil.Timeout, "OldPodsStuck", func() (bool, string) {
 		cond = meta.FindStatusCondition(getRestore(t, ns, "prod").Status.Conditions, etcdv1beta2.RestoreConditionOldPodsStuck)
@@ -73,8 +89,7 @@ func TestStuckOldPodsAreNamedAndForceDeletedOnlyOnRequest(t *testing.T) {
 	}
 	// The old cluster's deletion completes (here: the garbage collector's part, played), and
 	// the restore goes on.
-	c := playGC(t, ns, "prod", old.UID)
-	waitPod(t, ns, c.Spec.Bootstrap.Restore.SeedMember)
+	waitRestoring(t, ns, "prod", old.UID)
 }
 
 // TestRetryReusesTheSavedTemplate: an in-place restore timed out while the old cluster was

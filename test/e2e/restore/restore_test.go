@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
@@ -200,8 +201,13 @@ func TestRestore(t *testing.T) {
 	if got := framework.KeyspaceSHA256(t, cli, prefix); got != want {
 		t.Fatal("restored keyspace hash differs from the one before the backup")
 	}
-	// Every member was restored from the backup at once (its pod is the restore's, with the
-	// restore step), none replicated through raft after the seed.
+	// Every member was restored from the backup at once (its pod has the restore step), none
+	// replicated through raft after the seed, and the restored cluster alone owns it: the etcd
+	// operator built it from bootstrap.restore.source.
+	restored, err := f.GetCluster(ctx, ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
 	pods := &corev1.PodList{}
 	if err := f.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"etcd_cluster": "db"}); err != nil {
 		t.Fatal(err)
@@ -210,8 +216,8 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("%d member pods, want 3", len(pods.Items))
 	}
 	for _, p := range pods.Items {
-		if p.Labels["etcd.database.coreos.com/restore"] != "db" || len(p.Spec.InitContainers) != 2 {
-			t.Errorf("member %s was not restored from the backup by restore db: labels %v, %d init containers", p.Name, p.Labels, len(p.Spec.InitContainers))
+		if ref := metav1.GetControllerOf(&p); !restoreboot.IsRestorePod(&p) || ref == nil || ref.UID != restored.UID || len(p.OwnerReferences) != 1 {
+			t.Errorf("member %s was not restored from the backup by the restored cluster: owners %v, init containers %d", p.Name, p.OwnerReferences, len(p.Spec.InitContainers))
 		}
 	}
 	v := rs.Status.Verification

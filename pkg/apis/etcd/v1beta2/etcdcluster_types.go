@@ -391,12 +391,23 @@ type EtcdClusterList struct {
 	Items           []EtcdCluster `json:"items"`
 }
 
+// AnnotationReplacedBy is set by the restore operator on an EtcdCluster it is about to delete to
+// restore it in place: the UID of that EtcdRestore. The etcd operator then stops the deleted
+// cluster's member pods at once (a one-second grace period) instead of letting each take its
+// own: their data is on the volumes the restore keeps, or about to be replaced.
+const AnnotationReplacedBy = "etcd.database.coreos.com/replaced-by"
+
 // ClusterRestoreStatus is what the etcd operator restored into a cluster from
 // bootstrap.restore.source and what it verified.
 type ClusterRestoreStatus struct {
 	// members are the members restored from the backup at once.
 	// +optional
 	Members []string `json:"members,omitempty"`
+	// failedMembers are members whose restore failed for good after a quorum of the others
+	// ran etcd on the restored data: their pods were stopped, and they join the cluster through
+	// raft instead, like any member added later.
+	// +optional
+	FailedMembers []string `json:"failedMembers,omitempty"`
 	// revision is the revision the restored keyspace was verified at (the backup's, raised by
 	// revisionBump).
 	// +optional

@@ -423,6 +423,11 @@ func (in *ClusterRestoreStatus) DeepCopyInto(out *ClusterRestoreStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.FailedMembers != nil {
+		in, out := &in.FailedMembers, &out.FailedMembers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.CompletionTime != nil {
 		in, out := &in.CompletionTime, &out.CompletionTime
 		*out = (*in).DeepCopy()

@@ -1,7 +1,6 @@
 package etcdrestore
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,59 +11,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
-	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
-
-// TestSeedPodIsRestricted: a restore's seed pod passes Pod Security "restricted" with the
-// cluster's defaults, and its restore container, whose root filesystem is read-only, gets a
-// writable in-memory /tmp (the S3 client writes the credentials files it reads the Secret into
-// there; a drill on the local cluster failed with "mkdir /tmp/aws-secret-...: read-only file
-// system" before).
-func TestSeedPodIsRestricted(t *testing.T) {
-	r := &Reconciler{AgentImage: "etcd-operator:dev"}
-	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid"}, Spec: etcdv1beta2.ClusterSpec{Size: 3, Version: "3.6.16"}}
-	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "rs-uid"}}
-	src := &source{loc: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "b", Key: "k", Secret: "aws"}}
-	pod := r.seedPod(rs, c, "db-0", []string{"db-0"}, src)
-	v, err := testutil.RestrictedViolations(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(v) > 0 {
-		t.Fatalf("the seed pod violates Pod Security restricted: %s", strings.Join(v, "; "))
-	}
-	// The member runs on this pod for life, long after its restore read the storage Secret.
-	for _, vol := range pod.Spec.Volumes {
-		if vol.Secret != nil && vol.Secret.SecretName == "aws" && (vol.Secret.Optional == nil || !*vol.Secret.Optional) {
-			t.Errorf("storage Secret volume %s is required: a deleted or rotated Secret would keep the restored member from starting again", vol.Name)
-		}
-	}
-	var restore *corev1.Container
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == restoreboot.InitRestore {
-			restore = &pod.Spec.InitContainers[i]
-		}
-	}
-	if restore == nil || restore.SecurityContext == nil || restore.SecurityContext.ReadOnlyRootFilesystem == nil || !*restore.SecurityContext.ReadOnlyRootFilesystem {
-		t.Fatalf("restore container %+v, want a read-only root filesystem", restore)
-	}
-	var tmp string
-	for _, m := range restore.VolumeMounts {
-		if m.MountPath == "/tmp" && !m.ReadOnly {
-			tmp = m.Name
-		}
-	}
-	var medium corev1.StorageMedium
-	for _, vol := range pod.Spec.Volumes {
-		if vol.Name == tmp && vol.EmptyDir != nil {
-			medium = vol.EmptyDir.Medium
-		}
-	}
-	if tmp == "" || medium != corev1.StorageMediumMemory {
-		t.Fatalf("restore container mounts %+v, want a writable in-memory emptyDir at /tmp", restore.VolumeMounts)
-	}
-}
 
 // TestCheckPodMemory: the check's memory is bounded by the members' limit, by 1 GiB when they
 // set none, and never below the members' request (a limit below it would be refused).
@@ -84,7 +32,10 @@ func TestCheckPodMemory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid"},
 				Spec: etcdv1beta2.ClusterSpec{Size: 3, Version: "3.6.16", Pod: &etcdv1beta2.PodPolicy{Resources: tc.resources}}}
-			pod := r.checkPod(rs, c, src)
+			pod, err := r.checkPod(rs, c, src)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := pod.Spec.Containers[0].Resources.Limits.Memory(); got.Cmp(resource.MustParse(tc.want)) != 0 {
 				t.Fatalf("memory limit %s, want %s", got, tc.want)
 			}
@@ -95,8 +46,8 @@ func TestCheckPodMemory(t *testing.T) {
 	}
 }
 
-// TestMembersRaiseTheRevision: the restore step of every member (and of the check pod, built
-// from the same spec) raises the revision by etcd's recommended amount unless the EtcdRestore
+// TestMembersRaiseTheRevision: the restore step of every member (built by the etcd operator
+// from the bootstrap.restore.source this restore writes) and of the check pod raises the revision by etcd's recommended amount unless the EtcdRestore
 // says otherwise; revisionBump 0 keeps the backup's revisions.
 func TestMembersRaiseTheRevision(t *testing.T) {
 	r := &Reconciler{AgentImage: "etcd-operator:dev"}
@@ -107,7 +58,15 @@ func TestMembersRaiseTheRevision(t *testing.T) {
 		want int64
 	}{{nil, etcdv1beta2.DefaultRevisionBump}, {ptr.To[int64](0), 0}, {ptr.To[int64](5000), 5000}} {
 		rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "rs-uid"}, Spec: etcdv1beta2.RestoreSpec{RevisionBump: tc.spec}}
-		for _, pod := range []*corev1.Pod{r.seedPod(rs, c, "db-0", []string{"db-0"}, src), r.checkPod(rs, c, src)} {
+		from, err := restoreboot.FromSpec(restoreSource(rs, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check, err := r.checkPod(rs, c, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range []*corev1.Pod{restoreboot.Pod(c, "db-0", []string{"db-0"}, from, r.AgentImage), check} {
 			var cmd []string
 			for _, ct := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 				if ct.Name == restoreboot.InitRestore {
