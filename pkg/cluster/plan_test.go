@@ -159,6 +159,18 @@ func TestNext(t *testing.T) {
 			}(), ActionWait, "c-0"},
 		{"restore bootstrap, all members at once: formed: steady", Desired{Name: "c", Size: 3, PVC: true, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}},
 			newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").o, ActionNone, ""},
+		// Restored from bootstrap.restore.source (issue 28): this operator creates every restored
+		// member's pod at once, never one on a foreign name, and nothing once it formed.
+		{"restore source: no pods: create the restored members", Desired{Name: "c", Size: 3, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}, BuildRestored: true},
+			Observed{}, ActionRestoreMembers, "c-0"},
+		{"restore source: one pod missing: create it", Desired{Name: "c", Size: 3, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}, BuildRestored: true},
+			Observed{Pods: map[string]PodState{"c-0": {Name: "c-0", Phase: "Pending"}, "c-2": {Name: "c-2", Phase: "Pending"}}}, ActionRestoreMembers, "c-1"},
+		{"restore source: a foreign object at a member's name: create nothing", Desired{Name: "c", Size: 3, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}, BuildRestored: true},
+			Observed{Pods: map[string]PodState{"c-0": {Name: "c-0", Phase: "Pending"}, "c-2": {Name: "c-2", Phase: "Pending"}}, ReservedNames: map[string]bool{"c-1": true}}, ActionWaitForSeed, "c-0"},
+		{"restore source failed: create nothing again", Desired{Name: "c", Size: 3, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}},
+			Observed{}, ActionWaitForSeed, "c-0"},
+		{"restore source: formed with a member gone: replaced like any member", Desired{Name: "c", Size: 3, SeedMember: "c-0", RestoredMembers: []string{"c-0", "c-1", "c-2"}, BuildRestored: true},
+			newWorld().member(0, "leader").member(1).member(2, "nopod").o, ActionRemoveMember, "c-2"},
 		// Ownership (item 1): foreign names are reserved.
 		{"new cluster next to an old incarnation's pods: seed above their names", d(3), Observed{ReservedNames: map[string]bool{"c-0": true, "c-1": true, "c-4": true}}, ActionCreateSeed, "c-5"},
 		{"grow next to a retained volume: skip its name", d(3), newWorld().member(0, "leader").reserve("c-1").o, ActionAddMember, "c-2"},
