@@ -80,7 +80,9 @@ func (r *Reconciler) seeded(rs *etcdv1beta2.EtcdRestore, msg string) (ctrl.Resul
 	r.setCondition(rs, etcdv1beta2.RestoreConditionSeeded, metav1.ConditionTrue, reasonSeedReady, msg)
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "Seeded", msg)
 	r.progress(rs, etcdv1beta2.RestorePhaseGrowing, "waiting for every member to be ready")
-	return ctrl.Result{RequeueAfter: requeueStep}, nil
+	// The cluster may well be Available already (the etcd operator verified it in the pass
+	// that formed it): look at once.
+	return ctrl.Result{RequeueAfter: requeueNow}, nil
 }
 
 // checkSeed reads the running seed's keyspace hash and key count at the backup's revision: the
