@@ -66,9 +66,10 @@ func precedes(a, b *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) bool {
 }
 
 // restoreOf returns the unfinished EtcdRestore that made c, if any: such a cluster is that
-// restore's until it finishes, and no other restore deletes it.
+// restore's until it finishes, and no other restore deletes it. A cluster applied with
+// bootstrap.restore.source by a person names no EtcdRestore.
 func (r *Reconciler) restoreOf(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*etcdv1beta2.EtcdRestore, error) {
-	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Spec.Bootstrap.Restore.RestoreName == "" {
 		return nil, nil
 	}
 	o := &etcdv1beta2.EtcdRestore{}

@@ -125,3 +125,21 @@ func TestLockOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlaceRestoreOfADeclarativeCluster: a cluster applied with bootstrap.restore.source by a
+// person (no EtcdRestore made it) is restored in place like any other; it used to stop the
+// restore in a loop of "getting EtcdRestore  that made EtcdCluster" errors.
+func TestInPlaceRestoreOfADeclarativeCluster(t *testing.T) {
+	ns := namespace(t)
+	s := newStore(t, ns)
+	old := cluster(ns, "app", 1)
+	old.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{Source: &etcdv1beta2.RestoreSource{
+		StorageType: etcdv1beta2.BackupStorageTypeS3, BackupSource: s.bucket.Source("etcd.backup", "aws")}}}
+	create(t, old)
+	create(t, s.restore(ns, "again", "app", "etcd.backup"))
+	checkPasses(t, ns, "again", restoredOK)
+	c := waitRestoring(t, ns, "app", old.UID)
+	if b := c.Spec.Bootstrap.Restore; b.RestoreName != "again" || b.Source.SHA256 != s.backup.SHA256 {
+		t.Fatalf("replacing cluster's bootstrap %+v", b)
+	}
+}
