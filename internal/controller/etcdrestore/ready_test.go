@@ -49,13 +49,11 @@ func TestReadyCondition(t *testing.T) {
 
 	create(t, s.drill(ns, "ok", "scratch", "etcd.backup"))
 	waitKstatus(t, ns, "ok", "Ready=False/Restoring Reconciling=True/Restoring Stalled=<none>")
-	c, err := getCluster(t, ns, "scratch")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := waitRestoring(t, ns, "scratch", "")
 	restoredBy(t, c, etcdv1beta2.ClusterRestoreStatus{Revision: 201, Hash: 12345, Keys: 200})
 	waitCondition(t, ns, "ok", etcdv1beta2.RestoreConditionSeeded, "True/"+reasonSeedReady)
-	if c, err = getCluster(t, ns, "scratch"); err != nil {
+	c, err := getCluster(t, ns, "scratch")
+	if err != nil {
 		t.Fatal(err)
 	}
 	grown(t, c, "scratch-0")
