@@ -39,7 +39,12 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups;etcdbackupschedules,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// Pods: its own check pod (create, delete), the preflight's dry run of the members (create),
+// stuck pods of a replaced cluster on request (delete); never a member's pod. Volumes: the
+// preflight's dry run (create), the replaced cluster's volumes it retains (patch) and releases
+// once the restored cluster is verified (delete).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // LabelRestore is set on a restore's check pod: the name of the EtcdRestore.
