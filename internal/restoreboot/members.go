@@ -14,10 +14,8 @@ import (
 
 // Member is how one restored member's pod is doing.
 type Member struct {
-	Name string
-	Pod  *corev1.Pod // nil: no pod (not created yet, or deleted once the cluster formed)
-	// Created is true when this pass created the pod.
-	Created bool
+	Name    string
+	Pod     *corev1.Pod // nil: no pod (not created yet, or deleted once the cluster formed)
 	Res     *restoreseed.Result
 	Done    bool   // the restore step succeeded
 	Waiting string // why the pod's init containers wait
@@ -41,33 +39,10 @@ func (m *Member) Failed() bool {
 // Members are the members of one cluster restored at once, in the order of their names.
 type Members []*Member
 
-// Created are the members whose pods this pass created.
-func (ms Members) Created() []string {
-	var out []string
-	for _, m := range ms {
-		if m.Created {
-			out = append(out, m.Name)
-		}
-	}
-	return out
-}
-
 // FirstFailed is the first member whose restore step failed for good, or nil.
 func (ms Members) FirstFailed() *Member {
 	for _, m := range ms {
 		if m.Failed() {
-			return m
-		}
-	}
-	return nil
-}
-
-// Reference is the first member that restored the backup and runs etcd on it, or nil. It need
-// not be ready yet: its keyspace hash, key count and status are its own store's answers, which
-// need no leader.
-func (ms Members) Reference() *Member {
-	for _, m := range ms {
-		if m.Pod != nil && m.Done && m.Pod.DeletionTimestamp == nil && (podReady(m.Pod) || etcdRunning(m.Pod)) {
 			return m
 		}
 	}
@@ -147,16 +122,6 @@ func etcdStarted(p *corev1.Pod) bool {
 		}
 	}
 	return podReady(p)
-}
-
-// etcdRunning reports whether the etcd container of p runs.
-func etcdRunning(p *corev1.Pod) bool {
-	for _, st := range p.Status.ContainerStatuses {
-		if st.Name == member.ContainerName {
-			return st.State.Running != nil
-		}
-	}
-	return false
 }
 
 func podReady(p *corev1.Pod) bool {
