@@ -24,10 +24,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/etcd-operator/etcd-operator/internal/alarmpoll"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
@@ -55,9 +55,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Clock tells when a terminating pod counts as stuck; the real clock unless a test sets it.
 	Clock clock.PassiveClock
-	// AlarmProbe asks a member's metrics listener for etcd's alarms (alarms.go); an HTTP GET
-	// of /health unless a test replaces it.
-	AlarmProbe AlarmProbe
+	// AlarmProbe asks a member's metrics listener for etcd's alarms (internal/alarmpoll); an
+	// HTTP GET of /health unless a test replaces it.
+	AlarmProbe alarmpoll.Probe
 	// AgentImage is the image with the restore agent (the restore-operator binary) that the
 	// members restored from bootstrap.restore.source run first; Setup finds it
 	// (--seed-agent-image, else the operator's own pod).
@@ -105,10 +105,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	if r.AlarmProbe == nil {
-		r.AlarmProbe = httpAlarmProbe
+		r.AlarmProbe = alarmpoll.HTTPProbe
 	}
 	// An etcd alarm changes no watched object: the poller wakes the cluster's pass.
-	alarms := &alarmPoller{reader: mgr.GetClient(), probe: r.AlarmProbe, interval: alarmPollInterval, events: make(chan event.GenericEvent, 64)}
+	alarms := alarmpoll.New(mgr.GetClient(), r.AlarmProbe)
 	if err := mgr.Add(alarms); err != nil {
 		return fmt.Errorf("adding the etcd alarm poller: %w", err)
 	}
@@ -118,7 +118,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		WatchesRawSource(source.Channel(alarms.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(alarms.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {

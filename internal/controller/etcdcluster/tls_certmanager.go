@@ -14,39 +14,26 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/certs"
+	"github.com/etcd-operator/etcd-operator/internal/clusterpki"
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
 // TLS.auto with an issuerRef: cert-manager issues the certificates. The operator creates one
-// cert-manager Certificate per certificate of autoCerts (same names, usages and durations as
-// its own CA would use) and, once cert-manager has issued all three under one CA, copies each
-// into the Secret and keys every consumer already reads (member pods, the operators' client,
-// backups, restores). The Certificates are read and written unstructured: the operator does not
-// depend on cert-manager's Go module, and runs without cert-manager installed.
+// cert-manager Certificate per certificate of clusterpki.Certs (same names, usages and
+// durations as its own CA would use) and, once cert-manager has issued all three under one CA,
+// copies each into the Secret and keys every consumer already reads (member pods, the
+// operators' client, backups, restores). The Certificates are read and written unstructured:
+// the operator does not depend on cert-manager's Go module, and runs without cert-manager
+// installed.
 
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;create;update
-
-// certificateGVK is cert-manager's Certificate.
-var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
-
-// Keys of a cert-manager Secret (kubernetes.io/tls, plus the CA).
-const (
-	issuedCertKey = corev1.TLSCertKey
-	issuedKeyKey  = corev1.TLSPrivateKeyKey
-	issuedCAKey   = "ca.crt"
-)
-
-// IssuedSecretSuffix names the Secret cert-manager writes a certificate into, after the name of
-// the Secret the members read (<cluster>-peer-tls-issued).
-const IssuedSecretSuffix = "-issued"
 
 // requeueCertificates is how soon a cluster waiting on cert-manager looks again: issuing takes
 // cert-manager a second or two, and no watch reports it (the operator does not watch Secrets,
@@ -60,7 +47,7 @@ const requeueCertificates = 3 * time.Second
 // way (event CertificateRenewed).
 func (r *Reconciler) reconcileIssuedTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	now := r.Clock.Now()
-	acs := autoCerts(c)
+	acs := clusterpki.Certs(c)
 	issued := make([]map[string][]byte, len(acs))
 	var waiting []string
 	for i, ac := range acs {
@@ -68,12 +55,12 @@ func (r *Reconciler) reconcileIssuedTLS(ctx context.Context, c *etcdv1beta2.Etcd
 		if err != nil {
 			return err
 		}
-		s, err := r.ensureIssuedSecret(ctx, c, ac.secret+IssuedSecretSuffix)
+		s, err := r.ensureIssuedSecret(ctx, c, ac.Secret+clusterpki.IssuedSecretSuffix)
 		if err != nil {
 			return err
 		}
-		if why := certs.Check(s.Data[issuedCertKey], s.Data[issuedKeyKey], s.Data[issuedCAKey], ac.leaf, now); why != "" {
-			waiting = append(waiting, fmt.Sprintf("%s (%s)%s", crt.GetName(), why, certificateSays(crt)))
+		if why := certs.Check(s.Data[clusterpki.IssuedCertKey], s.Data[clusterpki.IssuedKeyKey], s.Data[clusterpki.IssuedCAKey], ac.Leaf, now); why != "" {
+			waiting = append(waiting, fmt.Sprintf("%s (%s)%s", crt.GetName(), why, clusterpki.CertificateSays(crt)))
 			continue
 		}
 		issued[i] = s.Data
@@ -82,99 +69,64 @@ func (r *Reconciler) reconcileIssuedTLS(ctx context.Context, c *etcdv1beta2.Etcd
 		return reason.Errorf(etcdv1beta2.ReasonCertificateNotReady, "TLS.auto.issuerRef: waiting for cert-manager to issue %s", strings.Join(waiting, "; "))
 	}
 	for _, data := range issued[1:] {
-		if !bytes.Equal(data[issuedCAKey], issued[0][issuedCAKey]) {
+		if !bytes.Equal(data[clusterpki.IssuedCAKey], issued[0][clusterpki.IssuedCAKey]) {
 			return reason.Errorf(etcdv1beta2.ReasonCertificateNotReady,
 				"TLS.auto.issuerRef: the certificates %s were issued under different CAs (did the issuer's CA change?); the members keep the certificates they have until all three come from one CA",
-				strings.Join(certificateNames(acs), ", "))
+				strings.Join(clusterpki.Names(acs), ", "))
 		}
 	}
 	for i, ac := range acs {
-		want := map[string][]byte{ac.certKey: issued[i][issuedCertKey], ac.keyKey: issued[i][issuedKeyKey], ac.caKey: issued[i][issuedCAKey]}
-		s, err := r.ownedSecret(ctx, c, ac.secret)
+		want := map[string][]byte{ac.CertKey: issued[i][clusterpki.IssuedCertKey], ac.KeyKey: issued[i][clusterpki.IssuedKeyKey], ac.CAKey: issued[i][clusterpki.IssuedCAKey]}
+		s, err := r.ownedSecret(ctx, c, ac.Secret)
 		if err != nil {
 			return err
 		}
 		if s != nil && maps.EqualFunc(s.Data, want, bytes.Equal) {
 			continue
 		}
-		if err := r.writeSecret(ctx, c, ac.secret, s, want); err != nil {
+		if err := r.writeSecret(ctx, c, ac.Secret, s, want); err != nil {
 			return err
 		}
 		if s != nil {
 			r.event(c, corev1.EventTypeNormal, "CertificateRenewed", fmt.Sprintf("certificate in secret %s copied again from %s, issued by cert-manager; valid until %s",
-				ac.secret, ac.secret+IssuedSecretSuffix, certs.NotAfter(want[ac.certKey]).UTC().Format(time.RFC3339)))
+				ac.Secret, ac.Secret+clusterpki.IssuedSecretSuffix, certs.NotAfter(want[ac.CertKey]).UTC().Format(time.RFC3339)))
 		}
 	}
 	return nil
-}
-
-// certificateSpec is the spec of the cert-manager Certificate for ac.
-func certificateSpec(c *etcdv1beta2.EtcdCluster, ac autoCert) map[string]any {
-	validity, renewBefore := certDurations(c.Spec.TLS.Auto)
-	ref := c.Spec.TLS.Auto.IssuerRef
-	usages := []any{"digital signature", "key encipherment"}
-	if ac.leaf.Server {
-		usages = append(usages, "server auth")
-	}
-	if ac.leaf.Client {
-		usages = append(usages, "client auth")
-	}
-	spec := map[string]any{
-		"secretName": ac.secret + IssuedSecretSuffix,
-		// The operator's client certificate's common name is the etcd user it acts as when
-		// etcd authentication is on, as with the operator's own CA.
-		"commonName":  ac.leaf.CommonName,
-		"duration":    validity.String(),
-		"renewBefore": renewBefore.String(),
-		"usages":      usages,
-		"privateKey":  map[string]any{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
-		"issuerRef":   map[string]any{"name": ref.Name, "kind": ref.Kind, "group": ref.Group},
-	}
-	if len(ac.leaf.DNSNames) > 0 {
-		spec["dnsNames"] = toAny(ac.leaf.DNSNames)
-	}
-	if len(ac.leaf.IPs) > 0 {
-		var ips []string
-		for _, ip := range ac.leaf.IPs {
-			ips = append(ips, ip.String())
-		}
-		spec["ipAddresses"] = toAny(ips)
-	}
-	return spec
 }
 
 // ensureCertificate creates the Certificate for ac, controlled by c, or brings the fields the
 // operator sets back to the spec's values (fields cert-manager defaults are left alone). A
 // Certificate of that name that c does not control is NotOwned; cert-manager not installed is
 // CertManagerNotInstalled.
-func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdCluster, ac autoCert) (*unstructured.Unstructured, error) {
-	want := certificateSpec(c, ac)
+func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdCluster, ac clusterpki.Cert) (*unstructured.Unstructured, error) {
+	want := clusterpki.CertificateSpec(c, ac)
 	crt := &unstructured.Unstructured{}
-	crt.SetGroupVersionKind(certificateGVK)
-	err := r.APIReader.Get(ctx, ctrlclient.ObjectKey{Namespace: c.Namespace, Name: ac.secret}, crt)
+	crt.SetGroupVersionKind(clusterpki.CertificateGVK)
+	err := r.APIReader.Get(ctx, ctrlclient.ObjectKey{Namespace: c.Namespace, Name: ac.Secret}, crt)
 	switch {
 	case meta.IsNoMatchError(err):
 		return nil, reason.Errorf(etcdv1beta2.ReasonCertManagerNotInstalled,
 			"TLS.auto.issuerRef needs cert-manager, and the API server does not serve its Certificate kind (cert-manager.io/v1): install cert-manager, or remove issuerRef when creating the cluster to have the operator be the CA")
 	case apierrors.IsNotFound(err):
 		crt = &unstructured.Unstructured{Object: map[string]any{"spec": want}}
-		crt.SetGroupVersionKind(certificateGVK)
+		crt.SetGroupVersionKind(clusterpki.CertificateGVK)
 		crt.SetNamespace(c.Namespace)
-		crt.SetName(ac.secret)
+		crt.SetName(ac.Secret)
 		crt.SetLabels(member.SelectorLabels(c))
 		if err := controllerutil.SetControllerReference(c, crt, r.Scheme()); err != nil {
-			return nil, fmt.Errorf("owning certificate %s: %w", ac.secret, err)
+			return nil, fmt.Errorf("owning certificate %s: %w", ac.Secret, err)
 		}
 		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(certificateGVK)
+		existing.SetGroupVersionKind(clusterpki.CertificateGVK)
 		if err := r.createOwned(ctx, c, crt, existing, "Certificate"); err != nil {
 			return nil, err
 		}
 		r.event(c, corev1.EventTypeNormal, "CertificateRequested", fmt.Sprintf("cert-manager Certificate %s created for secret %s, issuer %s %s",
-			ac.secret, ac.secret+IssuedSecretSuffix, c.Spec.TLS.Auto.IssuerRef.Kind, c.Spec.TLS.Auto.IssuerRef.Name))
+			ac.Secret, ac.Secret+clusterpki.IssuedSecretSuffix, c.Spec.TLS.Auto.IssuerRef.Kind, c.Spec.TLS.Auto.IssuerRef.Name))
 		return crt, nil
 	case err != nil:
-		return nil, fmt.Errorf("getting certificate %s of %s: %w", ac.secret, klog.KObj(c), err)
+		return nil, fmt.Errorf("getting certificate %s of %s: %w", ac.Secret, klog.KObj(c), err)
 	case !controlledBy(crt, c):
 		return nil, notOwned("Certificate", crt, c)
 	}
@@ -192,10 +144,10 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdC
 		return crt, nil
 	}
 	if err := unstructured.SetNestedMap(crt.Object, spec, "spec"); err != nil {
-		return nil, fmt.Errorf("certificate %s: %w", ac.secret, err)
+		return nil, fmt.Errorf("certificate %s: %w", ac.Secret, err)
 	}
 	if err := r.Update(ctx, crt); err != nil {
-		return nil, fmt.Errorf("updating certificate %s of %s: %w", ac.secret, klog.KObj(c), err)
+		return nil, fmt.Errorf("updating certificate %s of %s: %w", ac.Secret, klog.KObj(c), err)
 	}
 	return crt, nil
 }
@@ -212,7 +164,7 @@ func (r *Reconciler) ensureIssuedSecret(ctx context.Context, c *etcdv1beta2.Etcd
 	s = &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: member.SelectorLabels(c)},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{issuedCertKey: {}, issuedKeyKey: {}}, // the type's required keys
+		Data:       map[string][]byte{clusterpki.IssuedCertKey: {}, clusterpki.IssuedKeyKey: {}}, // the type's required keys
 	}
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme()); err != nil {
 		return nil, fmt.Errorf("owning secret %s: %w", name, err)
@@ -221,34 +173,4 @@ func (r *Reconciler) ensureIssuedSecret(ctx context.Context, c *etcdv1beta2.Etcd
 		return nil, err
 	}
 	return s, nil
-}
-
-// certificateSays is what cert-manager's Ready condition on crt says, when it says it is not
-// ready: ", cert-manager: <reason>: <message>".
-func certificateSays(crt *unstructured.Unstructured) string {
-	conds, _, _ := unstructured.NestedSlice(crt.Object, "status", "conditions")
-	for _, raw := range conds {
-		cond, ok := raw.(map[string]any)
-		if !ok || cond["type"] != "Ready" || cond["status"] == "True" {
-			continue
-		}
-		return fmt.Sprintf(", cert-manager: %v: %v", cond["reason"], cond["message"])
-	}
-	return ""
-}
-
-func certificateNames(acs []autoCert) []string {
-	var out []string
-	for _, ac := range acs {
-		out = append(out, ac.secret)
-	}
-	return out
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }

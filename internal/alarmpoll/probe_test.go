@@ -1,4 +1,4 @@
-package etcdcluster
+package alarmpoll
 
 import (
 	"context"
@@ -13,10 +13,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
 
-// TestHTTPAlarmProbe: against a real etcd with a 1 MiB quota, the alarm poller's probe reads
-// no alarm from a healthy member's metrics listener, and "ALARM NOSPACE" once writes filled
-// the quota.
-func TestHTTPAlarmProbe(t *testing.T) {
+// TestHTTPProbe: against a real etcd with a 1 MiB quota, the poller's probe reads no alarm
+// from a healthy member's metrics listener, and "ALARM NOSPACE" once writes filled the quota.
+func TestHTTPProbe(t *testing.T) {
 	metrics := "http://127.0.0.1:" + strconv.Itoa(snapshottest.ReservePort(t))
 	e := snapshottest.NewEtcd(t, "m0", nil)
 	e.Args = []string{"--quota-backend-bytes=1048576", "--listen-metrics-urls=" + metrics}
@@ -24,7 +23,7 @@ func TestHTTPAlarmProbe(t *testing.T) {
 	e.WaitReady(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if alarm, err := httpAlarmProbe(ctx, metrics); err != nil || alarm != "" {
+	if alarm, err := HTTPProbe(ctx, metrics); err != nil || alarm != "" {
 		t.Fatalf("healthy member: alarm %q, error %v", alarm, err)
 	}
 	cli := e.Client(t)
@@ -38,7 +37,7 @@ func TestHTTPAlarmProbe(t *testing.T) {
 			t.Fatalf("put %d: %v", i, err)
 		}
 	}
-	if alarm, err := httpAlarmProbe(ctx, metrics); err != nil || alarm != "ALARM NOSPACE" {
+	if alarm, err := HTTPProbe(ctx, metrics); err != nil || alarm != "ALARM NOSPACE" {
 		t.Fatalf("member with NOSPACE: alarm %q, error %v, want ALARM NOSPACE", alarm, err)
 	}
 }
