@@ -47,3 +47,36 @@ const TimeoutBase = 20 * time.Minute
 func Timeout(size int64) time.Duration {
 	return TimeoutBase + 2*snapshot.DefaultTimeout(size)
 }
+
+// FromCluster is the backup every member of c restores: its source's object, or for a Newest
+// source the object recorded in status.restore.selected, pinned to its size and sha256.
+func FromCluster(c *etcdv1beta2.EtcdCluster) (Source, error) {
+	src, err := FromSpec(c.Spec.Bootstrap.Restore.Source)
+	if err != nil || !Newest(c) {
+		return src, err
+	}
+	var sel *etcdv1beta2.SelectedBackup
+	if st := c.Status.Restore; st != nil {
+		sel = st.Selected
+	}
+	if sel == nil {
+		return Source{}, reason.Errorf(etcdv1beta2.ReasonRestoring, "the backup under %s is not chosen yet", src.Loc.URL())
+	}
+	if src.Loc, err = src.Loc.At(sel.Location); err != nil {
+		return Source{}, err
+	}
+	src.Expect = restoreseed.Expect{Size: sel.Size, SHA256: sel.SHA256}
+	return src, nil
+}
+
+// WantRevision is the revision the restored snapshot must reach: the source's, or the chosen
+// backup's as its key records it; 0 when unknown.
+func WantRevision(c *etcdv1beta2.EtcdCluster) int64 {
+	if Newest(c) {
+		if st := c.Status.Restore; st != nil && st.Selected != nil {
+			return st.Selected.Revision
+		}
+		return 0
+	}
+	return c.Spec.Bootstrap.Restore.Source.Revision
+}

@@ -130,6 +130,10 @@ func TestEtcdClusterAdmission(t *testing.T) {
 		{name: "restore with neither source nor restore", manifest: cluster("size: 3\n  bootstrap: {restore: {seedMember: c-0}}"), want: "bootstrap.restore needs source"},
 		{name: "restore without source needs a seed", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r}}"), want: "seedMember is required without source"},
 		{name: "restore source without its block", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: GCS, s3: {path: bkt/x.db, awsSecret: aws}}}}"), want: "storageType GCS needs the gcs block"},
+		{name: "restore the newest backup under a prefix", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: S3, s3: {path: bkt/etcd/backups, awsSecret: aws}, backupSelection: Newest, of: {namespace: prod, name: main, clusterID: 8e9e05c52164694d}}}}")},
+		{name: "restore source of without Newest", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: S3, s3: {path: bkt/etcd/backups, awsSecret: aws}, of: {name: main}}}}"), want: "it needs backupSelection Newest"},
+		{name: "restore source Newest with a pinned sha256", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: S3, s3: {path: bkt/etcd/backups, awsSecret: aws}, backupSelection: Newest, sha256: " + strings.Repeat("ab", 32) + "}}}"), want: "sha256, size and revision pin one backup object"},
+		{name: "restore source of with a bad cluster ID", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: S3, s3: {path: bkt/etcd/backups, awsSecret: aws}, backupSelection: Newest, of: {clusterID: XYZ}}}}"), want: "clusterID"},
 		{name: "restore source bad sha256", manifest: cluster("size: 3\n  bootstrap: {restore: {source: {storageType: S3, s3: {path: bkt/x.db, awsSecret: aws}, sha256: XYZ}}}"), want: "sha256"},
 	})
 }

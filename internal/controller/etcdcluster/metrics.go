@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/opmetrics"
 	"github.com/etcd-operator/etcd-operator/internal/options"
+	"github.com/etcd-operator/etcd-operator/internal/workpool"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -49,7 +50,8 @@ var (
 
 // RegisterMetrics registers the EtcdCluster controller's metrics with reg.
 func RegisterMetrics(reg prometheus.Registerer) error {
-	return opmetrics.Register(reg, membersGauge, desiredMembersGauge, phaseGauge, clusterInfo, clusterCondition, membershipChanges, maintenanceSteps)
+	return opmetrics.Register(reg, append([]prometheus.Collector{membersGauge, desiredMembersGauge, phaseGauge, clusterInfo, clusterCondition, membershipChanges, maintenanceSteps},
+		workpool.Collectors()...)...)
 }
 
 // SetupMetrics registers the metrics with controller-runtime's registry, which the manager

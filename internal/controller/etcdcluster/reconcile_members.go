@@ -39,6 +39,9 @@ const (
 	requeueUnverified = 10 * time.Second
 	// requeueBlocked re-checks a foreign object in the way (no watch reports its removal).
 	requeueBlocked = 15 * time.Second
+	// requeueChoosing looks again at a restore choosing its backup in the worker pool, whose
+	// event normally brings the next pass sooner.
+	requeueChoosing = 15 * time.Second
 )
 
 // apply carries out one step chosen by cluster.Next.
@@ -54,8 +57,9 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 	case cluster.ActionMembershipUnverified, cluster.ActionClusterIDMismatch:
 		return ctrl.Result{RequeueAfter: requeueUnverified}, nil
 	case cluster.ActionRestoreMembers:
-		if err := r.createRestoreMembers(ctx, c, obs); err != nil {
-			return ctrl.Result{}, err
+		created, err := r.createRestoreMembers(ctx, c, obs)
+		if err != nil || !created {
+			return ctrl.Result{RequeueAfter: requeueChoosing}, err
 		}
 	case cluster.ActionCreateSeed:
 		if err := r.createMemberPod(ctx, c, act.Pod, version, "new", act.Pod+"="+member.PeerURL(c, act.Pod)); err != nil {

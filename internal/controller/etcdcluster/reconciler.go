@@ -31,6 +31,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
+	"github.com/etcd-operator/etcd-operator/internal/workpool"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -65,6 +66,12 @@ type Reconciler struct {
 	// RestoreCheck reads one member's keyspace figures to verify a restore;
 	// restoreboot.CheckMember unless a test replaces it.
 	RestoreCheck restoreboot.MemberCheck
+	// Pool reads the backups a restore from a prefix chooses among (restore_select.go)
+	// outside the reconcile workers; nil: SetupWithManager makes one from the options.
+	Pool *workpool.Pool
+	// SelectRetry is how long a failed choice of a restore's backup waits before the next
+	// attempt; 0: a minute.
+	SelectRetry time.Duration
 
 	// warned remembers the last Warning reason per cluster UID and condition type, so that a
 	// pass that reads a status from the cache that does not show the previous pass's patch yet
@@ -112,6 +119,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(alarms); err != nil {
 		return fmt.Errorf("adding the etcd alarm poller: %w", err)
 	}
+	if r.Pool == nil {
+		r.Pool = workpool.New("select", r.Options.MaxConcurrentBackups, r.Options.MaxConcurrentBackupsPerNamespace,
+			func() client.Object { return &etcdv1beta2.EtcdCluster{} })
+	}
+	if err := mgr.Add(r.Pool); err != nil {
+		return fmt.Errorf("adding the backup selection worker pool: %w", err)
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}).
 		Owns(&corev1.Pod{}).
@@ -119,6 +133,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WatchesRawSource(source.Channel(alarms.Events(), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
@@ -309,7 +324,10 @@ func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.R
 func blocked(err error) bool {
 	switch reason.Of(err) {
 	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled,
-		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonRestoreFailed, etcdv1beta2.ReasonSeedConflict:
+		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonRestoreFailed, etcdv1beta2.ReasonSeedConflict,
+		// A restore from a prefix with no backup of its cluster yet, only corrupt ones, or a
+		// store that does not answer: retried on the worker pool's own schedule.
+		etcdv1beta2.ReasonNoSuccessfulBackup, etcdv1beta2.ReasonBackupCorrupt, etcdv1beta2.ReasonStorageUnreachable:
 		return true
 	}
 	return errors.Is(err, errNotOwned)

@@ -41,9 +41,10 @@ func restoring(c *etcdv1beta2.EtcdCluster) bool {
 
 // restoreFailed reports whether c's restore from its source failed for good: nothing is
 // created again (the source is immutable; a new cluster is the retry).
+// A Newest source that has not chosen its backup yet has not failed: its choice is retried.
 func restoreFailed(c *etcdv1beta2.EtcdCluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionRestored)
-	return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != etcdv1beta2.ReasonRestoring
+	return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != etcdv1beta2.ReasonRestoring && !choosing(c)
 }
 
 // restoreNames are the members restored at once: those recorded when their pods were first
@@ -96,25 +97,29 @@ func setRestored(c *etcdv1beta2.EtcdCluster, ok bool, why, msg string) {
 }
 
 // createRestoreMembers creates the volume (with volumes) and the pod of every restored member
-// that has none, all at once, each restoring the backup with the full initial cluster.
-func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) error {
-	src, err := restoreboot.FromSpec(c.Spec.Bootstrap.Restore.Source)
-	if err != nil {
-		setRestored(c, false, reason.Of(err), err.Error())
-		return err
-	}
+// that has none, all at once, each restoring the backup with the full initial cluster. A
+// Newest source first chooses its backup (selectBackup); created is false until members are.
+func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation) (created bool, err error) {
 	if r.AgentImage == "" {
-		return reason.Errorf(etcdv1beta2.ReasonSeedFailed, "the etcd operator does not know the image of the restore agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
+		return false, reason.Errorf(etcdv1beta2.ReasonSeedFailed, "the etcd operator does not know the image of the restore agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API")
 	}
 	// Read around the cache: a pass on a copy that missed the last status patch must not
 	// restore a member again whose restore failed (status.restore.failedMembers), nor restore
-	// into a cluster that formed or failed meanwhile.
+	// into a cluster that formed or failed meanwhile, nor choose a Newest source's backup again.
 	live := &etcdv1beta2.EtcdCluster{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
-		return fmt.Errorf("reading %s before restoring members: %w", klog.KObj(c), err)
+		return false, fmt.Errorf("reading %s before restoring members: %w", klog.KObj(c), err)
 	}
 	if live.UID != c.UID || live.Status.ClusterID != "" || restoreFailed(live) {
-		return nil
+		return false, nil
+	}
+	if restoreboot.Newest(live) && selected(live) == nil {
+		return false, r.selectBackup(ctx, c)
+	}
+	src, err := restoreboot.FromCluster(live)
+	if err != nil {
+		setRestored(c, false, reason.Of(err), err.Error())
+		return false, err
 	}
 	var failed []string
 	if live.Status.Restore != nil {
@@ -125,17 +130,18 @@ func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.Et
 		c.Status.Restore = &etcdv1beta2.ClusterRestoreStatus{}
 	}
 	c.Status.Restore.Members = names
+	c.Status.Restore.Selected = selected(live)
 	for _, name := range names {
 		if _, ok := obs.pods[name]; ok || slices.Contains(failed, name) {
 			continue
 		}
 		if err := r.createMember(ctx, c, restoreboot.Pod(c, name, names, src, r.AgentImage)); err != nil {
-			return err
+			return false, err
 		}
 	}
 	setRestored(c, false, etcdv1beta2.ReasonRestoring, fmt.Sprintf("members %v fetch, verify and restore %s", names, src.Loc.URL()))
 	r.event(c, corev1.EventTypeNormal, "RestoringMembers", fmt.Sprintf("Created members %v, each restoring the backup %s", names, src.Loc.URL()))
-	return nil
+	return true, nil
 }
 
 // reconcileRestore moves the restore of c (restoring(c)) along: before the cluster formed, it
@@ -148,6 +154,9 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, c *etcdv1beta2.EtcdCl
 	if restoreFailed(c) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionRestored)
 		return reason.Errorf(etcdv1beta2.ReasonRestoreFailed, "the restore from bootstrap.restore.source failed (%s): %s. bootstrap is immutable: delete this EtcdCluster and apply it again (with another source) to retry", cond.Reason, cond.Message)
+	}
+	if choosing(c) {
+		return nil // no member exists before the backup is chosen (selectBackup reports)
 	}
 	names := restoreNames(c)
 	if c.Status.Restore == nil {
@@ -187,7 +196,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, c *etcdv1beta2.EtcdCl
 // verified at, which a NOSPACE compaction keeps until then. A snapshot that ends below the
 // revision the source names is not that backup.
 func recordReport(c *etcdv1beta2.EtcdCluster, res *restoreseed.Result) error {
-	if want := c.Spec.Bootstrap.Restore.Source.Revision; want > 0 && res.SnapshotRevision() < want {
+	if want := restoreboot.WantRevision(c); want > 0 && res.SnapshotRevision() < want {
 		return reason.Errorf(etcdv1beta2.ReasonRevisionMismatch, "bootstrap.restore.source names a backup at revision %d but the restored snapshot ends at revision %d", want, res.SnapshotRevision())
 	}
 	if c.Status.Restore == nil {
@@ -366,6 +375,9 @@ func (r *Reconciler) freshRestoreStatus(ctx context.Context, c *etcdv1beta2.Etcd
 	if st := live.Status.Restore; st != nil {
 		if c.Status.Restore == nil {
 			c.Status.Restore = st.DeepCopy()
+		}
+		if c.Status.Restore.Selected == nil {
+			c.Status.Restore.Selected = st.Selected.DeepCopy()
 		}
 		for _, n := range st.FailedMembers {
 			if !slices.Contains(c.Status.Restore.FailedMembers, n) {

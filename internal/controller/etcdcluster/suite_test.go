@@ -48,6 +48,7 @@ func runSuite(m *testing.M) int {
 			AlarmProbe:    fakeAlarmProbe,
 			AgentImage:    "localhost/etcd-operator:test",
 			RestoreCheck:  fakeRestoreCheck,
+			SelectRetry:   2 * time.Second,
 			Failpoint: func(name string) {
 				if name == FailpointAfterMemberAdd && failAfterAdd.CompareAndSwap(true, false) {
 					failpointHit.Add(1)

@@ -14,18 +14,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
 // TestDeclarativeRecovery is disaster recovery by applying manifests (issue 28, item 3): a
-// 3-member cluster with volumes is backed up, then its namespace is deleted with everything in
-// it (the cluster, its volumes, the EtcdBackup). The namespace is created again and only two
-// manifests are applied: the credentials Secret and an EtcdCluster whose
-// bootstrap.restore.source names the backup object (pinned by the sha256 the backup recorded).
-// No EtcdRestore exists: the etcd operator builds every member from the backup, verifies them
-// (Restored), and the cluster serves every key of the backup, at a revision raised above it.
+// 3-member cluster with volumes is backed up twice under a prefix (more keys the second time),
+// then its namespace is deleted with everything in it (the cluster, its volumes, the
+// EtcdBackups). The namespace is created again and only two manifests are applied, as a Git
+// repository would hold them: the credentials Secret and an EtcdCluster whose
+// bootstrap.restore.source names the bucket prefix with backupSelection Newest, no object key,
+// no checksum. No EtcdRestore exists: the etcd operator chooses the newest backup of the
+// cluster, reads it whole, records it (status.restore.selected), builds every member from it,
+// verifies them (Restored), and the cluster serves every key of the second backup, at a
+// revision raised above it.
 func TestDeclarativeRecovery(t *testing.T) {
 	t.Parallel()
 	f := framework.Global(t)
@@ -46,26 +48,28 @@ func TestDeclarativeRecovery(t *testing.T) {
 	f.Create(t, app())
 	f.WaitClusterAvailable(t, ns, "app", 3, 5*time.Minute)
 	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "app"))
-	framework.PutDataset(t, cli, pre, 0, n)
-	want := framework.KeyspaceSHA256(t, cli, pre)
-	cli.Close()
-
 	bucket := stores.NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
 	bucket.CreateSecret(t, f, ns, "aws")
-	f.Create(t, &etcdv1beta2.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-backup"},
-		Spec: etcdv1beta2.BackupSpec{
-			EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "app"},
-			StorageType:  etcdv1beta2.BackupStorageTypeS3,
-			BackupSource: bucket.Source("app/snapshot.db", "aws"),
-		},
-	})
-	backup := f.WaitBackupCompleted(t, ns, "app-backup", 3*time.Minute)
-	_, _, key, ok := storage.ParseURL(backup.Status.Location)
-	if !ok {
-		t.Fatalf("backup location %q", backup.Status.Location)
+	backUp := func(name string) *etcdv1beta2.EtcdBackup {
+		f.Create(t, &etcdv1beta2.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: etcdv1beta2.BackupSpec{
+				EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: "app"},
+				StorageType:  etcdv1beta2.BackupStorageTypeS3,
+				BackupSource: bucket.Source("app/", "aws"),
+				PathType:     etcdv1beta2.BackupPathPrefix,
+			},
+		})
+		b := f.WaitBackupCompleted(t, ns, name, 3*time.Minute)
+		t.Logf("backup %s: %d bytes at revision %d, sha256 %s", b.Status.Location, b.Status.Size, b.Status.EtcdRevision, b.Status.SHA256)
+		return b
 	}
-	t.Logf("backup %s: %d bytes at revision %d, sha256 %s", backup.Status.Location, backup.Status.Size, backup.Status.EtcdRevision, backup.Status.SHA256)
+	framework.PutDataset(t, cli, pre, 0, n/2)
+	backUp("app-backup-1")
+	framework.PutDataset(t, cli, pre, n/2, n)
+	want := framework.KeyspaceSHA256(t, cli, pre)
+	cli.Close()
+	backup := backUp("app-backup-2")
 
 	// The disaster: the namespace and everything in it is gone.
 	nsObj := &corev1.Namespace{}
@@ -86,11 +90,9 @@ func TestDeclarativeRecovery(t *testing.T) {
 	bucket.CreateSecret(t, f, ns, "aws")
 	c := app()
 	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{Source: &etcdv1beta2.RestoreSource{
-		StorageType:  etcdv1beta2.BackupStorageTypeS3,
-		BackupSource: bucket.Source(key, "aws"),
-		SHA256:       backup.Status.SHA256,
-		Size:         backup.Status.Size,
-		Revision:     backup.Status.EtcdRevision,
+		StorageType:     etcdv1beta2.BackupStorageTypeS3,
+		BackupSource:    bucket.Source("app/", "aws"),
+		BackupSelection: etcdv1beta2.BackupSelectionNewest,
 	}}}
 	f.Create(t, c)
 	got := f.WaitClusterAvailable(t, ns, "app", 3, 5*time.Minute)
@@ -102,6 +104,9 @@ func TestDeclarativeRecovery(t *testing.T) {
 	st := got.Status.Restore
 	if st == nil || st.MembersVerified != 3 || st.BackupRevision != backup.Status.EtcdRevision || st.SHA256 != backup.Status.SHA256 || st.Revision <= etcdv1beta2.DefaultRevisionBump {
 		t.Fatalf("status.restore = %+v; want 3 members verified at the backup's revision %d raised by %d, sha256 %s", st, backup.Status.EtcdRevision, int64(etcdv1beta2.DefaultRevisionBump), backup.Status.SHA256)
+	}
+	if sel := st.Selected; sel == nil || sel.Location != backup.Status.Location || sel.SHA256 != backup.Status.SHA256 || sel.Size != backup.Status.Size {
+		t.Fatalf("status.restore.selected = %+v, want the newest backup %s (sha256 %s)", sel, backup.Status.Location, backup.Status.SHA256)
 	}
 	t.Logf("Restored: %s", cond.Message)
 

@@ -163,7 +163,8 @@ type RestoreBootstrap struct {
 	// +optional
 	Members []string `json:"members,omitempty"`
 	// source is the backup the etcd operator restores every member from: one object in an
-	// object store, as an EtcdBackup's status names it. Immutable, as all of bootstrap.
+	// object store, as an EtcdBackup's status names it, or (backupSelection Newest) the newest
+	// verified backup of a cluster under a prefix. Immutable, as all of bootstrap.
 	// +optional
 	Source *RestoreSource `json:"source,omitempty"`
 }
@@ -177,14 +178,32 @@ type RestoreBootstrap struct {
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'ABS' || has(self.abs)",message="storageType ABS needs the abs block"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'GCS' || has(self.gcs)",message="storageType GCS needs the gcs block"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'OSS' || has(self.oss)",message="storageType OSS needs the oss block"
+// +kubebuilder:validation:XValidation:rule="!has(self.of) || (has(self.backupSelection) && self.backupSelection == 'Newest')",message="of names the cluster whose newest backup is restored: it needs backupSelection Newest"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupSelection) || self.backupSelection != 'Newest' || (!has(self.sha256) && !has(self.size) && !has(self.revision))",message="sha256, size and revision pin one backup object: they cannot be set with backupSelection Newest (the etcd operator records the object it chose, with its sha256 and size, in status.restore.selected)"
 type RestoreSource struct {
 	// storageType is the object store: S3, ABS, GCS or OSS.
 	// +kubebuilder:validation:Enum=S3;ABS;GCS;OSS
 	// +required
 	StorageType BackupStorageType `json:"storageType"`
 	// The storage block of storageType; its path is <bucket>/<key> of the backup object
-	// (an EtcdBackup's status.location, without the scheme).
+	// (an EtcdBackup's status.location, without the scheme), or with backupSelection Newest
+	// <bucket>/<prefix>, the prefix an EtcdBackup or EtcdBackupSchedule writes under.
 	BackupSource `json:",inline"`
+	// backupSelection says how the block's path is read. Exact (default): path is the backup
+	// object. Newest: path is a prefix, and the etcd operator restores the newest backup under
+	// it of the cluster `of` names (this EtcdCluster's namespace and name by default) that it
+	// reads whole and finds valid; newer backups that do not verify are skipped and listed in
+	// status.restore.selected. The choice is recorded before any member is created and never
+	// made again. Newest is what a manifest kept in Git names: it stays right as backups come
+	// and go, in any Kubernetes cluster that reaches the bucket.
+	// +optional
+	BackupSelection BackupSelection `json:"backupSelection,omitempty"`
+	// of is the cluster whose backups a Newest selection considers, as the backup keys record
+	// it. Unset: this EtcdCluster's namespace and name, any cluster ID. Backups of other
+	// clusters under the prefix are never chosen; backups written before keys carried a cluster
+	// (legacy keys) only when no other cluster's backup shares the prefix.
+	// +optional
+	Of *BackupIdentity `json:"of,omitempty"`
 	// sha256 is the hex sha256 of the whole object (an EtcdBackup's status.sha256). Set it to
 	// pin the backup: a member refuses any other object. Empty: only etcd's own trailing
 	// checksum is checked.
@@ -208,6 +227,48 @@ type RestoreSource struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	RevisionBump *int64 `json:"revisionBump,omitempty"`
+}
+
+// BackupIdentity names the cluster a backup was taken from, as backup object keys record it
+// (<prefix>_<time>_v<revision>_<namespace>_<name>_<cluster ID>).
+type BackupIdentity struct {
+	// namespace of the EtcdCluster the backups were taken from. Unset: this EtcdCluster's.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the EtcdCluster the backups were taken from. Unset: this EtcdCluster's.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// clusterID, in hex as status.clusterID shows it, takes only backups of that incarnation
+	// of the cluster (a cluster restored or re-created under the same name has a new ID).
+	// Unset: any.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{1,16}$`
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+}
+
+// SelectedBackup is the backup object a Newest selection chose, and the newer ones it skipped.
+type SelectedBackup struct {
+	// location is the chosen object (<type>://<bucket>/<key>).
+	Location string `json:"location"`
+	// size is its size in bytes, as read whole.
+	Size int64 `json:"size"`
+	// sha256 is the sha256 of the whole object; every member checks it.
+	SHA256 string `json:"sha256"`
+	// revision is the etcd revision its key records (0: a legacy key).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// time is when the backup was taken, as its key records it.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// skipped are newer backups of the cluster that did not read whole or verify, each as
+	// "<location>: <why>".
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // ClusterStatus is the observed state of an etcd cluster.
@@ -430,4 +491,8 @@ type ClusterRestoreStatus struct {
 	// completionTime is when every member was verified.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// selected is the backup a source with backupSelection Newest chose; set before any member
+	// is created, and never changed.
+	// +optional
+	Selected *SelectedBackup `json:"selected,omitempty"`
 }
