@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,10 +25,6 @@ import (
 // errNotOwned marks an object the cluster needs (a Service, a volume, a pod at a member's
 // name, the PodDisruptionBudget) that exists and is controlled by something else.
 var errNotOwned = errors.New("not controlled by this EtcdCluster")
-
-// annotationRetainedBy marks a volume an in-place restore keeps from the cluster's previous
-// incarnation until the restored cluster is verified (restore operator, contract point 4).
-const annotationRetainedBy = "etcd.database.coreos.com/retained-by"
 
 // controlledBy reports whether c is obj's controller, by UID.
 func controlledBy(obj metav1.Object, c *etcdv1beta2.EtcdCluster) bool {
@@ -77,6 +74,16 @@ func (r *Reconciler) reconcileOwnership(ctx context.Context, c *etcdv1beta2.Etcd
 		objs = append(objs, &pvcs.Items[i])
 	}
 	changed := false
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		if !legacyRetained(c, pvc) {
+			continue
+		}
+		if err := r.disownRetained(ctx, c, pvc); err != nil {
+			return changed, err
+		}
+		changed = true
+	}
 	for _, obj := range objs {
 		adopt := r.legacySeed(c, obj)
 		if !adopt && !(controlledBy(obj, c) && hasRestoreRef(obj)) {
@@ -99,7 +106,7 @@ func (r *Reconciler) reconcileOwnership(ctx context.Context, c *etcdv1beta2.Etcd
 func (r *Reconciler) legacySeed(c *etcdv1beta2.EtcdCluster, obj client.Object) bool {
 	b := c.Spec.Bootstrap
 	if b == nil || b.Restore == nil || obj.GetName() != b.Restore.SeedMember || metav1.GetControllerOf(obj) != nil ||
-		obj.GetDeletionTimestamp() != nil || obj.GetAnnotations()[annotationRetainedBy] != "" {
+		obj.GetDeletionTimestamp() != nil || obj.GetAnnotations()[etcdv1beta2.AnnotationRetainedBy] != "" {
 		return false
 	}
 	for _, ref := range obj.GetOwnerReferences() {
@@ -108,6 +115,43 @@ func (r *Reconciler) legacySeed(c *etcdv1beta2.EtcdCluster, obj client.Object) b
 		}
 	}
 	return false
+}
+
+// legacyRetained reports whether pvc is a volume the previous release's restore operator
+// retained for the restore that made c: annotated retained-by with its name, no controller,
+// and an owner reference to that EtcdRestore (so that deleting the restore deleted it).
+func legacyRetained(c *etcdv1beta2.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
+	b := c.Spec.Bootstrap
+	if b == nil || b.Restore == nil || b.Restore.RestoreName == "" || pvc.Annotations[etcdv1beta2.AnnotationRetainedBy] != b.Restore.RestoreName ||
+		metav1.GetControllerOf(pvc) != nil || pvc.DeletionTimestamp != nil {
+		return false
+	}
+	return slices.ContainsFunc(pvc.OwnerReferences, func(ref metav1.OwnerReference) bool {
+		return isRestoreRef(ref) && ref.Name == b.Restore.RestoreName
+	})
+}
+
+// disownRetained takes the EtcdRestore owner references off a legacyRetained volume and
+// records that restore's UID (AnnotationRestoreUID) instead: deleting the EtcdRestore no longer
+// deletes it, and releaseRetained still finds it once the restore verified c.
+func (r *Reconciler) disownRetained(ctx context.Context, c *etcdv1beta2.EtcdCluster, pvc *corev1.PersistentVolumeClaim) error {
+	before := pvc.DeepCopy()
+	var keep []metav1.OwnerReference
+	for _, ref := range pvc.OwnerReferences {
+		if !isRestoreRef(ref) {
+			keep = append(keep, ref)
+			continue
+		}
+		if ref.Name == c.Spec.Bootstrap.Restore.RestoreName && pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] == "" {
+			pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] = string(ref.UID)
+		}
+	}
+	pvc.OwnerReferences = keep
+	if err := r.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("taking the EtcdRestore's owner reference off retained volume %s: %w", pvc.Name, err)
+	}
+	r.event(c, corev1.EventTypeNormal, "RetainedVolumeDisowned", fmt.Sprintf("Volume %s, retained by restore %s of the previous release, no longer has an owner: deleting the EtcdRestore keeps it", pvc.Name, c.Spec.Bootstrap.Restore.RestoreName))
+	return nil
 }
 
 func hasRestoreRef(obj metav1.Object) bool {

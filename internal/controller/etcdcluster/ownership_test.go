@@ -258,7 +258,7 @@ func TestMemberObjectsOfOthersNeverUsed(t *testing.T) {
 	observed := mine.DeepCopy()
 	// The restore operator retains it: its controller reference goes, the restore's comes.
 	mine.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: "r", UID: "restore-uid"}}
-	mine.Annotations = map[string]string{annotationRetainedBy: "r"}
+	mine.Annotations = map[string]string{etcdv1beta2.AnnotationRetainedBy: "r"}
 	if err := k8s.Update(ctx, mine); err != nil {
 		t.Fatal(err)
 	}

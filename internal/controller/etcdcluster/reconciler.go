@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -69,6 +70,9 @@ type Reconciler struct {
 	// Pool reads the backups a restore from a prefix chooses among (restore_select.go)
 	// outside the reconcile workers; nil: SetupWithManager makes one from the options.
 	Pool *workpool.Pool
+	// StuckAfter is how long past its deletion deadline a pod of a cluster replaced in place
+	// counts as stuck Terminating; 0: restoreboot.StuckAfter.
+	StuckAfter time.Duration
 	// SelectRetry is how long a failed choice of a restore's backup waits before the next
 	// attempt; 0: a minute.
 	SelectRetry time.Duration
@@ -174,9 +178,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", req.NamespacedName, err)
 	}
 	if c.DeletionTimestamp != nil {
-		// The garbage collector deletes what c owns; a restore replacing c wants its members
-		// stopped at once.
-		return ctrl.Result{}, r.stopReplaced(ctx, c)
+		// The garbage collector deletes what c owns; a restore replacing c wants its volumes
+		// kept and its members stopped at once.
+		wait, err := r.stopReplaced(ctx, c)
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
+	// An in-place restore is about to delete c: its volumes are kept for that restore first
+	// (it waits for that). c is otherwise cared for as usual until it is deleted.
+	if err := r.retainReplaced(ctx, c); err != nil {
+		return ctrl.Result{}, err
 	}
 	before := c.DeepCopy()
 	defer func() {
@@ -214,6 +224,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		changed, err := r.reconcileOwnership(ctx, c)
 		if err != nil {
+			return r.stop(before, c, err)
+		}
+		// Its restore verified c: the volumes of the cluster it replaced go.
+		if err := r.releaseRetained(ctx, c); err != nil {
 			return r.stop(before, c, err)
 		}
 		if changed {
@@ -377,7 +391,12 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 }
 
 func (r *Reconciler) event(c *etcdv1beta2.EtcdCluster, typ, reason, msg string) {
+	r.eventOn(c, typ, reason, msg)
+}
+
+// eventOn records an event on any object the cluster has (a volume it retains).
+func (r *Reconciler) eventOn(obj runtime.Object, typ, reason, msg string) {
 	if r.Recorder != nil {
-		r.Recorder.Event(c, typ, reason, msg)
+		r.Recorder.Event(obj, typ, reason, msg)
 	}
 }

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,16 +21,22 @@ import (
 const replacedGracePeriod = 1
 
 // stopReplaced, for a cluster being deleted that an EtcdRestore replaces in place
-// (AnnotationReplacedBy), deletes its member pods with a short grace period; the garbage
-// collector would delete them with their own. Only pods c controls (by UID), each with a UID
-// precondition. Nothing else of a deleted cluster is touched.
-func (r *Reconciler) stopReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+// (AnnotationReplacedBy), retains its volumes if they are not yet (the restore waits for that
+// before it deletes the cluster; this is the second line) and deletes its member pods with a
+// short grace period; the garbage collector would delete them with their own. Pods that stay
+// Terminating are force-deleted only with the person's opt-in (forceDeleteStuck). Only pods c
+// controls (by UID), each with a UID precondition. Nothing else of a deleted cluster is
+// touched. It reports when to look again (0: nothing left to do).
+func (r *Reconciler) stopReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluster) (time.Duration, error) {
 	if c.Annotations[etcdv1beta2.AnnotationReplacedBy] == "" {
-		return nil
+		return 0, nil
+	}
+	if err := r.retainReplaced(ctx, c); err != nil {
+		return 0, err
 	}
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
-		return fmt.Errorf("listing the pods of the replaced %s: %w", klog.KObj(c), err)
+		return 0, fmt.Errorf("listing the pods of the replaced %s: %w", klog.KObj(c), err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -39,8 +46,8 @@ func (r *Reconciler) stopReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		uid := p.UID
 		err := r.Delete(ctx, p, client.GracePeriodSeconds(replacedGracePeriod), client.Preconditions{UID: &uid})
 		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("stopping pod %s of the replaced %s: %w", p.Name, klog.KObj(c), err)
+			return 0, fmt.Errorf("stopping pod %s of the replaced %s: %w", p.Name, klog.KObj(c), err)
 		}
 	}
-	return nil
+	return r.forceDeleteStuck(ctx, c, pods.Items)
 }

@@ -49,6 +49,7 @@ func runSuite(m *testing.M) int {
 			AgentImage:    "localhost/etcd-operator:test",
 			RestoreCheck:  fakeRestoreCheck,
 			SelectRetry:   2 * time.Second,
+			StuckAfter:    time.Second,
 			Failpoint: func(name string) {
 				if name == FailpointAfterMemberAdd && failAfterAdd.CompareAndSwap(true, false) {
 					failpointHit.Add(1)

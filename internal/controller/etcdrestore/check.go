@@ -164,7 +164,7 @@ func (r *Reconciler) checkPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCl
 	pod := restoreboot.Pod(c, scratchMember, []string{scratchMember}, from, r.AgentImage)
 	pod.Name = checkPodName(rs)
 	pod.Labels = map[string]string{LabelRestore: rs.Name}
-	pod.Annotations = map[string]string{AnnotationRestoreUID: string(rs.UID)}
+	pod.Annotations = map[string]string{etcdv1beta2.AnnotationRestoreUID: string(rs.UID)}
 	pod.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: rs.Name, UID: rs.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),

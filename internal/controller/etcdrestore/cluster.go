@@ -31,7 +31,7 @@ type template struct {
 func templateOf(c *etcdv1beta2.EtcdCluster) *template {
 	t := &template{Labels: c.Labels, Annotations: map[string]string{}, Spec: *c.Spec.DeepCopy()}
 	for k, v := range c.Annotations {
-		if k != corev1.LastAppliedConfigAnnotation && k != AnnotationRestoreUID && k != etcdv1beta2.AnnotationReplacedBy {
+		if k != corev1.LastAppliedConfigAnnotation && k != etcdv1beta2.AnnotationRestoreUID && k != etcdv1beta2.AnnotationReplacedBy {
 			t.Annotations[k] = v
 		}
 	}
@@ -106,9 +106,9 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 // member (names[0]), every member restored at once (names) and the verified backup src they
 // are built from (by the etcd operator), and the restore-uid annotation ties the cluster to rs.
 func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names []string, src *source) *etcdv1beta2.EtcdCluster {
-	annotations := map[string]string{AnnotationRestoreUID: string(rs.UID)}
+	annotations := map[string]string{etcdv1beta2.AnnotationRestoreUID: string(rs.UID)}
 	for k, v := range tmpl.Annotations {
-		if k != AnnotationRestoreUID {
+		if k != etcdv1beta2.AnnotationRestoreUID {
 			annotations[k] = v
 		}
 	}
@@ -129,8 +129,10 @@ func newCluster(rs *etcdv1beta2.EtcdRestore, tmpl *template, name string, names 
 	return c
 }
 
-// replace runs the preflight checks, saves c's template on rs, retains c's volumes, then deletes
-// c; its pods go with it. A cluster another unfinished EtcdRestore made is never replaced.
+// replace runs the preflight checks, saves c's template on rs, marks c as replaced by rs (the
+// etcd operator then retains c's volumes for rs), waits until c controls no volume any more,
+// then deletes c; its pods go with it. A cluster another unfinished EtcdRestore made is never
+// replaced. Its volumes are never touched here: the etcd operator alone changes them.
 func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
 	if _, saved := rs.Annotations[AnnotationClusterTemplate]; !saved {
 		tmpl, err := r.preflightReplace(ctx, rs, c)
@@ -141,19 +143,17 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 			return fmt.Errorf("saving the template of EtcdCluster %s: %w", c.Name, err)
 		}
 	}
-	if err := r.retainVolumes(ctx, rs, c); err != nil {
+	if err := r.markReplaced(ctx, rs, c); err != nil {
 		return err
 	}
-	if c.Annotations[etcdv1beta2.AnnotationReplacedBy] != string(rs.UID) {
-		// The etcd operator stops the members of a cluster a restore replaces at once.
-		patch := c.DeepCopy()
-		if patch.Annotations == nil {
-			patch.Annotations = map[string]string{}
+	if held, err := r.stillControlled(ctx, c); err != nil || len(held) > 0 {
+		if err != nil {
+			return err
 		}
-		patch.Annotations[etcdv1beta2.AnnotationReplacedBy] = string(rs.UID)
-		if err := r.Patch(ctx, patch, client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("marking EtcdCluster %s as replaced: %w", c.Name, err)
-		}
+		return errWait{fmt.Sprintf("waiting for the etcd operator to retain the volumes of EtcdCluster %s (%s) before deleting it", c.Name, strings.Join(held, ", "))}
+	}
+	if err := r.recordRetained(ctx, rs); err != nil {
+		return err
 	}
 	uid := c.UID
 	err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
@@ -162,6 +162,53 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 	}
 	r.Recorder.Eventf(rs, corev1.EventTypeNormal, "ReplacingCluster", "Backup and preflight checks passed; deleted EtcdCluster %s (its pods go with it, its %d volumes are kept until the restored cluster is verified) to restore it from %s", c.Name, len(rs.Status.RetainedVolumes), rs.Status.BackupLocation)
 	return errWait{"deleting the old EtcdCluster " + c.Name + " and its pods"}
+}
+
+// markReplaced annotates c as replaced by rs (AnnotationReplacedBy, AnnotationReplacedByName)
+// and carries rs's opt-in to force-delete stuck pods.
+func (r *Reconciler) markReplaced(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
+	want := map[string]string{etcdv1beta2.AnnotationReplacedBy: string(rs.UID), etcdv1beta2.AnnotationReplacedByName: rs.Name}
+	if rs.Annotations[etcdv1beta2.AnnotationForceDeleteStuckPods] == "true" {
+		want[etcdv1beta2.AnnotationForceDeleteStuckPods] = "true"
+	}
+	return r.annotate(ctx, c, want)
+}
+
+// annotate sets want on c's annotations, with an optimistic lock; c is updated.
+func (r *Reconciler) annotate(ctx context.Context, c *etcdv1beta2.EtcdCluster, want map[string]string) error {
+	patch := c.DeepCopy()
+	if patch.Annotations == nil {
+		patch.Annotations = map[string]string{}
+	}
+	changed := false
+	for k, v := range want {
+		if patch.Annotations[k] != v {
+			patch.Annotations[k], changed = v, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Patch(ctx, patch, client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("annotating EtcdCluster %s: %w", c.Name, err)
+	}
+	c.Annotations, c.ResourceVersion = patch.Annotations, patch.ResourceVersion
+	return nil
+}
+
+// stillControlled lists the volumes c still controls, read around the cache.
+func (r *Reconciler) stillControlled(ctx context.Context, c *etcdv1beta2.EtcdCluster) ([]string, error) {
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := r.APIReader.List(ctx, pvcs, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the volumes of EtcdCluster %s: %w", c.Name, err)
+	}
+	var held []string
+	for _, pvc := range pvcs.Items {
+		if controlledBy(&pvc, c.UID) && pvc.DeletionTimestamp == nil {
+			held = append(held, pvc.Name)
+		}
+	}
+	return held, nil
 }
 
 // preflightReplace checks that rs may replace c (no other unfinished restore made it) and runs

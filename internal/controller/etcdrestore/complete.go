@@ -69,12 +69,30 @@ func (r *Reconciler) complete(ctx context.Context, rs *etcdv1beta2.EtcdRestore) 
 	return r.finished(ctx, rs)
 }
 
-// finished cleans up after a finished restore: once the restored cluster is verified, the
-// replaced cluster's volumes go; a drill's scratch cluster goes when its TTL runs out.
+// finished cleans up after a finished restore: once the restored cluster is verified, the etcd
+// operator deletes the replaced cluster's volumes (looked at again until they are gone); a
+// drill's scratch cluster goes when its TTL runs out.
 func (r *Reconciler) finished(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
 	if rs.Status.Succeeded && len(rs.Status.RetainedVolumes) > 0 {
-		if err := r.releaseRetained(ctx, rs); err != nil {
-			return ctrl.Result{}, err
+		c := &etcdv1beta2.EtcdCluster{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c)
+		switch {
+		case client.IgnoreNotFound(err) != nil:
+			return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", rs.Spec.EtcdCluster.Name, err)
+		case err == nil && ours(c, rs):
+			left, err := r.releaseRetained(ctx, rs, c)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if left {
+				return ctrl.Result{RequeueAfter: requeueWait}, nil
+			}
+		default:
+			// The restored cluster is gone or another one stands: nothing asks for the
+			// release any more, and the volumes stay, listed.
+			if err := r.recordRetained(ctx, rs); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	return r.expire(ctx, rs)

@@ -16,7 +16,7 @@ func restoreAt(name string, created time.Time) *etcdv1beta2.EtcdRestore {
 
 func madeBy(rs *etcdv1beta2.EtcdRestore) *etcdv1beta2.EtcdCluster {
 	return &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{AnnotationRestoreUID: string(rs.UID)}},
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{etcdv1beta2.AnnotationRestoreUID: string(rs.UID)}},
 		Spec:       etcdv1beta2.ClusterSpec{Bootstrap: &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: rs.Name, SeedMember: "c-0"}}},
 	}
 }
@@ -28,10 +28,10 @@ func TestOursNeedsTheUID(t *testing.T) {
 	rs := restoreAt("r", t0)
 	same := madeBy(rs)
 	other := madeBy(restoreAt("r", t0)) // same name, other UID
-	other.Annotations[AnnotationRestoreUID] = "earlier-incarnation"
+	other.Annotations[etcdv1beta2.AnnotationRestoreUID] = "earlier-incarnation"
 	legacyNew, legacyOld := madeBy(rs), madeBy(rs)
-	delete(legacyNew.Annotations, AnnotationRestoreUID)
-	delete(legacyOld.Annotations, AnnotationRestoreUID)
+	delete(legacyNew.Annotations, etcdv1beta2.AnnotationRestoreUID)
+	delete(legacyOld.Annotations, etcdv1beta2.AnnotationRestoreUID)
 	legacyNew.CreationTimestamp = metav1.NewTime(t0.Add(time.Second))
 	legacyOld.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
 	for name, tc := range map[string]struct {

@@ -10,19 +10,6 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// Annotations of the ownership contract between the restore and etcd operators
-// (docs/safety.md).
-const (
-	// AnnotationRestoreUID is set on the EtcdCluster a restore creates, on its check pod and on
-	// the volumes it retains: the UID of that EtcdRestore. A retained volume is released by that
-	// restore only. (The previous release set it on the seed pods and volumes it created too.)
-	AnnotationRestoreUID = "etcd.database.coreos.com/restore-uid"
-	// AnnotationRetainedBy is set on a volume of a cluster replaced in place: the name of the
-	// EtcdRestore that keeps it until the restored cluster is verified (for people: the UID in
-	// AnnotationRestoreUID is what the restore checks).
-	AnnotationRetainedBy = "etcd.database.coreos.com/retained-by"
-)
-
 // clusterRef is the controller reference of an object that belongs to cluster c, as the etcd
 // operator sets it on the members it creates (the preflight's dry run carries it too).
 func clusterRef(c *etcdv1beta2.EtcdCluster) metav1.OwnerReference {
@@ -56,7 +43,7 @@ func ours(c *etcdv1beta2.EtcdCluster, rs *etcdv1beta2.EtcdRestore) bool {
 	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil || c.Spec.Bootstrap.Restore.RestoreName != rs.Name {
 		return false
 	}
-	if uid, ok := c.Annotations[AnnotationRestoreUID]; ok {
+	if uid, ok := c.Annotations[etcdv1beta2.AnnotationRestoreUID]; ok {
 		return uid == string(rs.UID)
 	}
 	return !c.CreationTimestamp.Before(&rs.CreationTimestamp)

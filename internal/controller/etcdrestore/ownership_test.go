@@ -58,7 +58,7 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pvc.OwnerReferences) > 0 || !retainedBy(pvc, rs) || pvc.Annotations[AnnotationRetainedBy] != "prod" || pvc.Labels[member.LabelCluster] != "prod" {
+		if len(pvc.OwnerReferences) > 0 || !retainedBy(pvc, rs) || pvc.Annotations[etcdv1beta2.AnnotationRetainedBy] != "prod" || pvc.Labels[member.LabelCluster] != "prod" {
 			t.Fatalf("volume %s not retained before the old cluster was deleted: owners %+v annotations %v labels %v", pvc.Name, pvc.OwnerReferences, pvc.Annotations, pvc.Labels)
 		}
 	}
@@ -66,7 +66,7 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 	if got := c.Spec.Bootstrap.Restore.SeedMember; got != "prod-8" {
 		t.Fatalf("seed member %s, want prod-8: above prod-0..2 (retained) and prod-7 (a stranger's)", got)
 	}
-	if c.Annotations[AnnotationRestoreUID] != string(rs.UID) {
+	if c.Annotations[etcdv1beta2.AnnotationRestoreUID] != string(rs.UID) {
 		t.Errorf("restored cluster annotations %v lack the restore's UID", c.Annotations)
 	}
 

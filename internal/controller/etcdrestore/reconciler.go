@@ -39,12 +39,11 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups;etcdbackupschedules,verbs=get;list;watch
-// Pods: its own check pod (create, delete), the preflight's dry run of the members (create),
-// stuck pods of a replaced cluster on request (delete); never a member's pod. Volumes: the
-// preflight's dry run (create), the replaced cluster's volumes it retains (patch) and releases
-// once the restored cluster is verified (delete).
+// Pods: its own check pod (create, delete) and the preflight's dry run of the members
+// (create); never a member's pod. Volumes: only the preflight's dry run (create); the etcd
+// operator alone retains, changes and deletes them, also for a restore.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // LabelRestore is set on a restore's check pod: the name of the EtcdRestore.
@@ -78,7 +77,7 @@ type Reconciler struct {
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// StuckAfter is how long past its deletion deadline a pod of a replaced cluster counts as
-	// stuck Terminating; 0 is defaultStuckAfter.
+	// stuck Terminating; 0 is restoreboot.StuckAfter.
 	StuckAfter time.Duration
 	// APIReader reads the EtcdRestore itself around the cache (SetupWithManager sets it).
 	APIReader client.Reader
@@ -105,9 +104,9 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return r.SetupWithManager(mgr)
 }
 
-// SetupWithManager registers r with the manager: EtcdRestores, their check pods (by label) and
-// the clusters (by their restore bootstrap, and by name: an old cluster going away) trigger
-// passes.
+// SetupWithManager registers r with the manager: EtcdRestores, their check pods (by label), the
+// volumes retained for them (by annotation) and the clusters (by their restore bootstrap, and
+// by name: an old cluster going away) trigger passes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
@@ -125,12 +124,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	})
+	byRetained := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if name := o.GetAnnotations()[etcdv1beta2.AnnotationRetainedBy]; name != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		}
+		return nil
+	})
 	byCluster := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.restoresOf(ctx, o)
 	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdRestore{}).
 		Watches(&corev1.Pod{}, byLabel).
+		// The etcd operator retaining or releasing a volume for a restore moves it on.
+		Watches(&corev1.PersistentVolumeClaim{}, byRetained).
 		Watches(&etcdv1beta2.EtcdCluster{}, byCluster).
 		WatchesRawSource(crsource.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
@@ -185,11 +192,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if rs.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
-	}
-	if len(rs.Status.RetainedVolumes) > 0 {
-		if err := r.disownRetained(ctx, rs); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	before := rs.DeepCopy()
 	res, err := r.step(ctx, rs)

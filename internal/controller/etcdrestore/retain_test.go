@@ -6,10 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
-	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -32,7 +29,7 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 	}
 	restoreFailedIn(t, c, etcdv1beta2.ReasonInsufficientStorage, "member prod-3 could not restore the backup: the data volume has 10 MiB free")
 	rs := waitCondition(t, ns, "first", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonInsufficientStorage)
-	for _, want := range []string{"10 MiB free", "prod-0, prod-1, prod-2", "create a new EtcdRestore with etcdCluster.name prod", AnnotationRetainedBy} {
+	for _, want := range []string{"10 MiB free", "prod-0, prod-1, prod-2", "create a new EtcdRestore with etcdCluster.name prod", etcdv1beta2.AnnotationRetainedBy} {
 		if !strings.Contains(rs.Status.Reason, want) {
 			t.Errorf("failure %q lacks %q", rs.Status.Reason, want)
 		}
@@ -52,37 +49,8 @@ func TestFailedSeedKeepsVolumesAndSaysHowToRetry(t *testing.T) {
 	// The failed restore's volumes were the memberless cluster's: the retry keeps them until
 	// verified.
 	for _, name := range []string{"prod-3", "prod-4", "prod-5"} {
-		if pvc, err := getPVC(t, ns, name); err != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[AnnotationRetainedBy] != "retry" {
+		if pvc, err := getPVC(t, ns, name); err != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[etcdv1beta2.AnnotationRetainedBy] != "retry" {
 			t.Fatalf("volume %s after the retry: %v %+v", name, err, pvc.ObjectMeta)
 		}
 	}
-}
-
-// TestRetainedVolumesOfThePreviousReleaseLoseTheirOwner: the previous release made a restore
-// the owner of the volumes it retained, so deleting it deleted them. After an upgrade, the next
-// pass of that restore (here one that failed) takes its owner reference off and marks them with
-// its UID instead: a later deletion of the restore leaves them.
-func TestRetainedVolumesOfThePreviousReleaseLoseTheirOwner(t *testing.T) {
-	ns := namespace(t)
-	s := newStore(t, ns)
-	create(t, cluster(ns, "prod", 1))
-	create(t, s.restore(ns, "old", "prod", "missing.backup"))
-	rs := waitCondition(t, ns, "old", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonBackupNotFound)
-
-	pvc := member.NewPVC(pvcCluster(ns, "prod", 1), "prod-0")
-	pvc.Annotations = map[string]string{AnnotationRetainedBy: "old"}
-	pvc.OwnerReferences = []metav1.OwnerReference{restoreRef(rs)}
-	create(t, pvc)
-	patch := client.MergeFrom(rs.DeepCopy())
-	rs.Status.RetainedVolumes = []string{"prod-0"}
-	if err := k8s.Status().Patch(t.Context(), rs, patch); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, testutil.Timeout, "owner reference taken off", func() (bool, string) {
-		got, err := getPVC(t, ns, "prod-0")
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(got.OwnerReferences) == 0 && retainedBy(got, rs), fmt.Sprintf("owners %+v annotations %v", got.OwnerReferences, got.Annotations)
-	})
 }

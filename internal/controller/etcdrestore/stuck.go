@@ -7,24 +7,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// defaultStuckAfter is how long past its deletion deadline (deletion timestamp: the request
-// plus its grace period) a pod of the replaced cluster counts as stuck. A kubelet that runs
-// confirms a stop within seconds; one that does not is on a node that is gone or cut off, and
-// its pods stay Terminating until the node controller or a person removes them.
-const defaultStuckAfter = 30 * time.Second
-
 // stuckPods handles, while an in-place restore waits for the replaced cluster old to be
 // deleted, the pods old controls that stay Terminating: it records them in the OldPodsStuck
-// condition and a Warning event, and with the AnnotationForceDeleteStuckPods opt-in it
-// force-deletes them (only those, each with a UID precondition). It returns the wait message.
+// condition and a Warning event, and with the AnnotationForceDeleteStuckPods opt-in it copies
+// that opt-in onto old: the etcd operator, which alone deletes pods, then force-deletes them
+// (only those, each with a UID precondition). It returns the wait message.
 func (r *Reconciler) stuckPods(ctx context.Context, rs *etcdv1beta2.EtcdRestore, old *etcdv1beta2.EtcdCluster) (string, error) {
 	wait := "waiting for the old EtcdCluster " + old.Name + " to be deleted"
 	pods := &corev1.PodList{}
@@ -33,7 +28,7 @@ func (r *Reconciler) stuckPods(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	}
 	after := r.StuckAfter
 	if after == 0 {
-		after = defaultStuckAfter
+		after = restoreboot.StuckAfter
 	}
 	var stuck []*corev1.Pod
 	for i := range pods.Items {
@@ -65,15 +60,14 @@ func (r *Reconciler) stuckPods(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 		r.setCondition(rs, etcdv1beta2.RestoreConditionOldPodsStuck, metav1.ConditionTrue, "PodsTerminating", msg)
 		return wait + ": " + msg, nil
 	}
-	for _, p := range stuck {
-		uid := p.UID
-		err := r.Delete(ctx, p, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
-		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return "", fmt.Errorf("force-deleting stuck pod %s of the replaced EtcdCluster %s: %w", p.Name, old.Name, err)
-		}
+	// The etcd operator force-deletes them: only pods the replaced cluster controls, stuck.
+	if err := r.annotate(ctx, old, map[string]string{etcdv1beta2.AnnotationForceDeleteStuckPods: "true"}); err != nil {
+		return "", err
 	}
-	msg := fmt.Sprintf("force-deleted the stuck pods of the replaced EtcdCluster %s (%s=true): %s", old.Name, etcdv1beta2.AnnotationForceDeleteStuckPods, list)
-	r.Recorder.Event(rs, corev1.EventTypeWarning, "StuckPodsForceDeleted", msg)
+	msg := fmt.Sprintf("the etcd operator force-deletes the stuck pods of the replaced EtcdCluster %s (%s=true): %s", old.Name, etcdv1beta2.AnnotationForceDeleteStuckPods, list)
+	if c := findCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionOldPodsStuck); c == nil || c.Message != msg {
+		r.Recorder.Event(rs, corev1.EventTypeWarning, "StuckPodsForceDeleted", msg)
+	}
 	r.setCondition(rs, etcdv1beta2.RestoreConditionOldPodsStuck, metav1.ConditionTrue, "ForceDeleted", msg)
 	return wait + ": " + msg, nil
 }

@@ -55,12 +55,42 @@ func (f *fakeMembers) check(_ context.Context, endpoint, _ string, _ etcdaccess.
 // TestMain starts envtest and a manager running the real EtcdRestore controller with fake
 // member checks.
 func TestMain(m *testing.M) {
-	os.Exit(testutil.RunManagerSuite(m, func(_ context.Context, env *testutil.Env, mgr ctrl.Manager) error {
+	os.Exit(testutil.RunManagerSuite(m, func(ctx context.Context, env *testutil.Env, mgr ctrl.Manager) error {
 		k8s = env.Client
 		opts := options.New("restore-operator")
 		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, AgentImage: "etcd-operator:test", Check: members.check, StuckAfter: time.Second}
+		go etcdOperatorVolumes(ctx, env.Client)
 		return r.SetupWithManager(mgr)
 	}))
+}
+
+// etcdOperatorVolumes plays the etcd operator's part of an in-place restore, with its own code
+// (internal/restoreboot): the volumes of a cluster marked replaced are retained, those of a
+// cluster marked verified are released, and the stuck pods of a deleted replaced cluster are
+// force-deleted on request. The tests play the rest of the etcd operator by hand.
+func etcdOperatorVolumes(ctx context.Context, c client.Client) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		list := &etcdv1beta2.EtcdClusterList{}
+		if err := c.List(ctx, list); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			cl := &list.Items[i]
+			_, _ = restoreboot.RetainVolumes(ctx, c, c, cl)
+			_, _ = restoreboot.ReleaseVolumes(ctx, c, c, cl)
+			if cl.DeletionTimestamp != nil {
+				pods := &corev1.PodList{}
+				if err := c.List(ctx, pods, client.InNamespace(cl.Namespace)); err == nil {
+					_, _, _ = restoreboot.ForceDeleteStuck(ctx, c, cl, pods.Items, time.Now(), time.Second)
+				}
+			}
+		}
+	}
 }
 
 func namespace(t *testing.T) string {

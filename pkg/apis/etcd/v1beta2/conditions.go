@@ -194,10 +194,11 @@ const (
 )
 
 // AnnotationForceDeleteStuckPods, set to "true" on an EtcdRestore by a person who has made
-// sure the nodes of the replaced cluster's stuck pods are gone (condition OldPodsStuck), lets
-// the restore operator force-delete those pods (grace period 0): only pods the replaced
-// EtcdCluster controls, stuck Terminating. On a node that still runs, such a pod's etcd would
-// go on running, unseen by Kubernetes, until that node's kubelet stops it.
+// sure the nodes of the replaced cluster's stuck pods are gone (condition OldPodsStuck), has
+// those pods force-deleted (grace period 0): the restore operator copies it onto the replaced
+// EtcdCluster, and the etcd operator force-deletes only pods that cluster controls, stuck
+// Terminating. On a node that still runs, such a pod's etcd would go on running, unseen by
+// Kubernetes, until that node's kubelet stops it.
 const AnnotationForceDeleteStuckPods = "etcd.database.coreos.com/force-delete-stuck-pods"
 
 // EtcdBackupSchedule condition types.

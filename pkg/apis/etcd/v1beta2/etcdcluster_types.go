@@ -452,11 +452,31 @@ type EtcdClusterList struct {
 	Items           []EtcdCluster `json:"items"`
 }
 
-// AnnotationReplacedBy is set by the restore operator on an EtcdCluster it is about to delete to
-// restore it in place: the UID of that EtcdRestore. The etcd operator then stops the deleted
-// cluster's member pods at once (a one-second grace period) instead of letting each take its
-// own: their data is on the volumes the restore keeps, or about to be replaced.
-const AnnotationReplacedBy = "etcd.database.coreos.com/replaced-by"
+// Annotations of an in-place restore, between the restore operator (which writes only
+// EtcdClusters) and the etcd operator (which alone changes and deletes pods and volumes).
+const (
+	// AnnotationReplacedBy is set by the restore operator on an EtcdCluster it is about to
+	// delete to restore it in place: the UID of that EtcdRestore. The etcd operator then
+	// retains the cluster's volumes for that restore (AnnotationRetainedBy,
+	// AnnotationRestoreUID, no owner), which the restore waits for before it deletes the
+	// cluster, and stops the deleted cluster's member pods at once (a one-second grace period)
+	// instead of letting each take its own.
+	AnnotationReplacedBy = "etcd.database.coreos.com/replaced-by"
+	// AnnotationReplacedByName is set with AnnotationReplacedBy: the name of that EtcdRestore.
+	AnnotationReplacedByName = "etcd.database.coreos.com/replaced-by-name"
+	// AnnotationRetainedBy is set on a volume of a cluster replaced in place: the name of the
+	// EtcdRestore that keeps it until the restored cluster is verified (for people: the UID in
+	// AnnotationRestoreUID is what is checked).
+	AnnotationRetainedBy = "etcd.database.coreos.com/retained-by"
+	// AnnotationRestoreUID is set on the EtcdCluster a restore creates, on its check pod and on
+	// the volumes it retains: the UID of that EtcdRestore.
+	AnnotationRestoreUID = "etcd.database.coreos.com/restore-uid"
+	// AnnotationReleaseRetained is set by the restore operator on the cluster it restored once
+	// every member is verified: the UID of that EtcdRestore. The etcd operator then deletes the
+	// volumes retained for it (no owner, AnnotationRestoreUID equal, AnnotationRetainedBy the
+	// restore that made the cluster), each with a UID precondition.
+	AnnotationReleaseRetained = "etcd.database.coreos.com/release-retained"
+)
 
 // ClusterRestoreStatus is what the etcd operator restored into a cluster from
 // bootstrap.restore.source and what it verified.
