@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
@@ -28,7 +29,10 @@ type fakeEtcd struct {
 	dead    map[string]bool
 	// serializable makes MemberList answer one member's view only.
 	serializable bool
-	clusterID    uint64
+	// hang makes MemberList wait until its context ends (at most hangCap), as a request to a
+	// member killed while it answers waits for its timeout.
+	hang      bool
+	clusterID uint64
 	// impostor: member name -> the member ID that answers Status at that member's URL.
 	impostor map[string]uint64
 	// dialed are all the URLs the operator connected to or asked for status.
@@ -135,7 +139,21 @@ type fakeConn struct {
 
 func (c *fakeConn) alive(name string) bool { _, ok := c.running[name]; return ok && !c.f.dead[name] }
 
-func (c *fakeConn) MemberList(context.Context) (cluster.Membership, error) {
+// hangCap bounds a hung MemberList: longer than any bound a test sets on an abandoned pass.
+const hangCap = 20 * time.Second
+
+func (c *fakeConn) MemberList(ctx context.Context) (cluster.Membership, error) {
+	c.f.mu.Lock()
+	hang := c.f.hang
+	c.f.mu.Unlock()
+	if hang {
+		select {
+		case <-ctx.Done():
+			return cluster.Membership{}, ctx.Err()
+		case <-time.After(hangCap):
+			return cluster.Membership{}, errors.New("request timed out")
+		}
+	}
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	for _, m := range c.f.members {

@@ -88,6 +88,9 @@ type Reconciler struct {
 	// dataLostSince remembers, per cluster UID, since when the cluster has been formed,
 	// unreachable and without any pod (spec.recovery's clock).
 	dataLostSince sync.Map
+	// passes holds the cancel function of the pass under way for each cluster UID
+	// (abandon.go), so that a pass of a cluster being deleted or replaced stops at once.
+	passes sync.Map
 }
 
 // Setup registers the EtcdCluster controller with the manager.
@@ -138,6 +141,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WatchesRawSource(source.Channel(alarms.Events(), &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(source.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
+		Watches(&etcdv1beta2.EtcdCluster{}, r.abandonOnLeave()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
@@ -177,6 +181,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", req.NamespacedName, err)
 	}
+	ctx, done := r.startPass(ctx, c)
+	defer done()
 	if c.DeletionTimestamp != nil {
 		// The garbage collector deletes what c owns; a restore replacing c wants its volumes
 		// kept and its members stopped at once.

@@ -266,3 +266,39 @@ func TestRetainedVolumesOfThePreviousReleaseLoseTheirOwner(t *testing.T) {
 		t.Fatalf("a volume another restore retains was changed: %v %+v", err, pvc.OwnerReferences)
 	}
 }
+
+// TestPassOfALeavingClusterIsAbandoned: a pass that waits on etcd (a member killed while it
+// answers holds the request until its timeout) is cancelled as soon as the cluster is marked
+// replaced by a restore, so the restore's next steps (its volumes retained, then the same name
+// re-created and built) do not wait for that timeout.
+func TestPassOfALeavingClusterIsAbandoned(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "abandon")
+	if err := k8s.Create(ctx, withPVC(newCluster(ns, "c", 1))); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 1)
+	f.set(func(f *fakeEtcd) { f.hang = true })
+	defer f.set(func(f *fakeEtcd) { f.hang = false })
+	// A pass starts and hangs asking the members.
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Labels = map[string]string{"poke": "1"} })
+	time.Sleep(time.Second)
+	marked := time.Now()
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "uid-of-r1", etcdv1beta2.AnnotationReplacedByName: "r1"}
+	})
+	testutil.Eventually(t, hangCap/2, "the volume retained without waiting for the hung request", testutil.NoError(func() error {
+		pvc, err := getVolume(t, ns, "c-0")
+		if err != nil {
+			return err
+		}
+		if pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != "uid-of-r1" {
+			return fmt.Errorf("not retained yet: %v", pvc.Annotations)
+		}
+		return nil
+	}))
+	if took := time.Since(marked); took > 5*time.Second {
+		t.Fatalf("retained %s after the mark: the hung pass was not abandoned", took)
+	}
+}
