@@ -31,7 +31,9 @@ type fakeEtcd struct {
 	serializable bool
 	// hang makes MemberList wait until its context ends (at most hangCap), as a request to a
 	// member killed while it answers waits for its timeout.
-	hang      bool
+	hang bool
+	// hanging counts the MemberList calls waiting in hang.
+	hanging   int
 	clusterID uint64
 	// impostor: member name -> the member ID that answers Status at that member's URL.
 	impostor map[string]uint64
@@ -147,6 +149,8 @@ func (c *fakeConn) MemberList(ctx context.Context) (cluster.Membership, error) {
 	hang := c.f.hang
 	c.f.mu.Unlock()
 	if hang {
+		c.f.set(func(f *fakeEtcd) { f.hanging++ })
+		defer c.f.set(func(f *fakeEtcd) { f.hanging-- })
 		select {
 		case <-ctx.Done():
 			return cluster.Membership{}, ctx.Err()

@@ -283,7 +283,14 @@ func TestPassOfALeavingClusterIsAbandoned(t *testing.T) {
 	defer f.set(func(f *fakeEtcd) { f.hang = false })
 	// A pass starts and hangs asking the members.
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Labels = map[string]string{"poke": "1"} })
-	time.Sleep(time.Second)
+	testutil.Eventually(t, testutil.Timeout, "a pass hanging on etcd", testutil.NoError(func() error {
+		n := 0
+		f.set(func(f *fakeEtcd) { n = f.hanging })
+		if n == 0 {
+			return errors.New("no request hangs yet")
+		}
+		return nil
+	}))
 	marked := time.Now()
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
 		c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "uid-of-r1", etcdv1beta2.AnnotationReplacedByName: "r1"}
