@@ -19,7 +19,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
-	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -28,12 +27,7 @@ import (
 func prefixStore(t *testing.T, ns string) (*storagetest.Bucket, backend.Backend) {
 	t.Helper()
 	bk := storagetest.NewS3Bucket(t)
-	src := bk.Source("x", "aws")
-	b, err := factory.New(t.Context(), factory.Config{Type: factory.S3, Bucket: bk.Name, Secret: bk.Secret, Endpoint: src.S3.Endpoint, ForcePathStyle: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := bk.S3Backend(t)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bk.Secret}
 	if err := k8s.Create(t.Context(), s); err != nil {
 		t.Fatal(err)

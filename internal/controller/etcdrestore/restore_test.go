@@ -22,7 +22,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
-	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
@@ -38,12 +37,7 @@ type store struct {
 func newStore(t *testing.T, ns string) *store {
 	t.Helper()
 	bk := storagetest.NewS3Bucket(t)
-	src := bk.Source("x", "aws")
-	b, err := factory.New(t.Context(), factory.Config{Type: factory.S3, Bucket: bk.Name, Secret: bk.Secret, Endpoint: src.S3.Endpoint, ForcePathStyle: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := bk.S3Backend(t)
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "k", 200, 64)
 	res, err := snapshot.Take(t.Context(), &snapshot.Config{

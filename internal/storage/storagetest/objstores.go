@@ -16,7 +16,9 @@ import (
 	"google.golang.org/api/option"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/backendtest"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 )
 
 // Bucket is a fresh bucket (or container) and what an EtcdBackup needs to write to it.
@@ -135,4 +137,20 @@ func NewABSContainer(t testing.TB) *Bucket {
 			}}
 		},
 	}
+}
+
+// S3Backend opens an S3 bucket made by NewS3Bucket as a backend.Backend, to write objects into
+// it as the backup operator would; it is closed with the test.
+func (b *Bucket) S3Backend(t testing.TB) backend.Backend {
+	t.Helper()
+	if b.Type != etcdv1beta2.BackupStorageTypeS3 {
+		t.Fatalf("S3Backend of a %s bucket", b.Type)
+	}
+	src := b.Source("x", "unused")
+	be, err := factory.New(t.Context(), factory.Config{Type: factory.S3, Bucket: b.Name, Secret: b.Secret, Endpoint: src.S3.Endpoint, ForcePathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	return be
 }

@@ -25,7 +25,7 @@ func (f *Framework) GetRestore(ctx context.Context, ns, name string) (*etcdv1bet
 func (f *Framework) WaitRestoreFinished(t testing.TB, ns, name string, timeout time.Duration) *etcdv1beta2.EtcdRestore {
 	t.Helper()
 	var rs *etcdv1beta2.EtcdRestore
-	last := ""
+	last, start := "", time.Now()
 	Eventually(t, timeout, "EtcdRestore "+ns+"/"+name+" finished", func(ctx context.Context) (bool, error) {
 		var err error
 		if rs, err = f.GetRestore(ctx, ns, name); err != nil {
@@ -36,7 +36,7 @@ func (f *Framework) WaitRestoreFinished(t testing.TB, ns, name string, timeout t
 			msg = c.Message
 		}
 		if state := string(rs.Status.Phase) + ": " + msg; state != last {
-			t.Logf("%s %s", name, state)
+			t.Logf("%s [%.1fs] %s", name, time.Since(start).Seconds(), state)
 			last = state
 		}
 		return rs.Status.Phase == etcdv1beta2.RestorePhaseSucceeded || rs.Status.Phase == etcdv1beta2.RestorePhaseFailed, fmt.Errorf("phase %s: %s", rs.Status.Phase, msg)
