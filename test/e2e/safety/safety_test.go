@@ -198,6 +198,25 @@ func TestInPlaceRestoreIsOwnedByTheCluster(t *testing.T) {
 		rs := f.WaitRestoreSucceeded(t, ns, name, 5*time.Minute)
 		t.Logf("in-place restore %s: RTO %s", name, rs.Status.Duration.Duration)
 		f.WaitClusterAvailable(t, ns, "demo", 1, time.Minute)
+		// Once the restore verified the cluster, the etcd operator deletes the volumes kept from
+		// the replaced one; the restore's status empties as they go.
+		framework.Eventually(t, time.Minute, "the replaced cluster's volumes released", func(ctx context.Context) (bool, error) {
+			rs, err := f.GetRestore(ctx, ns, name)
+			if err != nil {
+				return false, err
+			}
+			pvcs := &corev1.PersistentVolumeClaimList{}
+			if err := f.Client.List(ctx, pvcs, client.InNamespace(ns), client.MatchingLabels{"etcd_cluster": "demo"}); err != nil {
+				return false, err
+			}
+			var retained []string
+			for _, pvc := range pvcs.Items {
+				if pvc.Annotations[etcdv1beta2.AnnotationRetainedBy] == name && pvc.DeletionTimestamp == nil {
+					retained = append(retained, pvc.Name)
+				}
+			}
+			return len(rs.Status.RetainedVolumes) == 0 && len(retained) == 0, fmt.Errorf("status.retainedVolumes %v, retained volumes still there %v", rs.Status.RetainedVolumes, retained)
+		})
 		checkKeys(t, f, ns, "demo", "/demo/", keys)
 	}
 	restore("first")
