@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -156,12 +157,15 @@ func TestAutomaticRecoveryOnlyFromItsOwnRecentBackup(t *testing.T) {
 	// to it, so its data might come back.
 	f.kill("c-0", "c-1", "c-2")
 	deleteAllPods(t, ns, "c-1", "c-2")
-	p := &corev1.Pod{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-0"}, p); err != nil {
-		t.Fatal(err)
-	}
-	p.Labels = map[string]string{"relabelled": "yes"}
-	if err := k8s.Update(ctx, p); err != nil {
+	// The fake kubelet writes the pod too (a dead member turns not Ready), hence the retry.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-0"}, p); err != nil {
+			return err
+		}
+		p.Labels = map[string]string{"relabelled": "yes"}
+		return k8s.Update(ctx, p)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	expect := func(desc, want string) {
@@ -192,9 +196,11 @@ func TestAutomaticRecoveryOnlyFromItsOwnRecentBackup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	updateSchedule(func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.BackupTemplate.Spec.EtcdCluster.Name = "c" })
-	// The schedule names c, but its newest backup's key records another cluster ID.
+	// The schedule names c, but its newest backup's key records another cluster ID. The key
+	// changes first: a schedule naming c whose newest backup records no identity is one
+	// automatic recovery may restore, and a pass between the two writes would (CI, flakes.md).
 	setLast(10*time.Minute, "s3://bucket/c_20261127T010000Z_v00000000000000001000_"+ns+"_c_00000000000000ff")
+	updateSchedule(func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.BackupTemplate.Spec.EtcdCluster.Name = "c" })
 	expect("another cluster's backup", "not of this cluster (ID "+c.Status.ClusterID+")")
 	// This cluster's backup, but two hours old.
 	own := fmt.Sprintf("s3://bucket/c_20261127T010000Z_v00000000000000001000_%s_c_%016s", ns, c.Status.ClusterID)
