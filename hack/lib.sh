@@ -19,6 +19,21 @@ etcd_bin_dir() { echo "$CACHE_DIR/bin/etcd-$1"; }
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# longest_first TAGS PATTERN PKG...: the packages of PATTERN (go list with build tags TAGS),
+# the given ones first, in that order, then the rest. go test starts packages in the order it
+# is given them, -p (the cores) at a time: a long package started last is the whole run's tail.
+longest_first() {
+  local tags=$1 pattern=$2 all p
+  shift 2
+  all=$(go list -tags "$tags" "$pattern") || return 1
+  for p in "$@"; do
+    if grep -qx "$p" <<<"$all"; then echo "$p"; fi
+  done
+  while read -r p; do
+    if ! printf '%s\n' "$@" | grep -qx "$p"; then echo "$p"; fi
+  done <<<"$all"
+}
+
 timed() { # timed STEP COMMAND...: run, log the wall time, return the command's exit code
   local step="$1" start=$SECONDS rc=0
   shift

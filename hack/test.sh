@@ -39,7 +39,18 @@ hack/helm.sh install >/dev/null
 
 log "go test ./... ($mode)"
 # 45m: hack/releasetest took 28 min on a cold machine (first cross-compiles of the images under load).
-go test -count=1 -timeout 45m ./...
+# The longest packages first (CI rehearsal figures in seconds: integration 164, etcdcluster 139,
+# etcdbackup 89, releasetest 78, factory 61, etcdrestore 59, restoreseed 50): started last,
+# one of them would run alone at the end.
+mod=$(go list -m)
+mapfile -t pkgs < <(longest_first "" ./... "$mod/test/integration" "$mod/internal/controller/etcdcluster" \
+  "$mod/internal/controller/etcdbackup" "$mod/hack/releasetest" "$mod/pkg/backend/factory" \
+  "$mod/internal/controller/etcdrestore" "$mod/internal/restoreseed")
+if [ "${#pkgs[@]}" -lt 2 ] && [ -z "${E2E_PKGS:-}" ]; then
+  log "go list found no packages to test"
+  exit 1
+fi
+go test -count=1 -timeout 45m "${pkgs[@]}"
 
 if [ "$mode" = all ]; then
   rc=0

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,8 +18,8 @@ const (
 )
 
 // cacheOptions selects what the operators cache: of the core kinds they watch, only the objects
-// of etcd clusters (label app=etcd, which member pods, restore seeds, volumes, Services and
-// budgets carry, as coreos/etcd-operator's did), so that the operators' memory does not grow
+// of etcd clusters (label app=etcd, which member pods, restore seeds, restore check Jobs,
+// volumes, Services and budgets carry, as coreos/etcd-operator's did), so that the operators' memory does not grow
 // with the cluster's other Pods, PVCs and Services; and no object's managedFields. An object of
 // theirs that lost the label, or a foreign object in the way of a name they need, is read
 // through the API reader where it matters (createOwned, the restore operator's own pod).
@@ -28,6 +29,7 @@ func cacheOptions(watchNamespaces []string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                   {Label: etcd},
+			&batchv1.Job{}:                  {Label: etcd}, // the restore check's
 			&corev1.PersistentVolumeClaim{}: {Label: etcd},
 			&corev1.Service{}:               {Label: etcd},
 			&policyv1.PodDisruptionBudget{}: {Label: etcd},

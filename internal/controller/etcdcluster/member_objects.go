@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -49,6 +50,12 @@ func (r *Reconciler) createOwned(ctx context.Context, c *etcdv1beta2.EtcdCluster
 	err := r.Create(ctx, obj)
 	if err == nil {
 		return nil
+	}
+	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		// Admission (Pod Security, quota, a LimitRange, a webhook): a person must change the
+		// namespace's policy or the cluster's spec. Said in a condition, re-checked every
+		// requeueBlocked, not retried with backoff.
+		return reason.Errorf(etcdv1beta2.ReasonMemberRefused, "the API server refused %s %s: %v; nothing more is done for the cluster until it is admitted (change the namespace's Pod Security level, quota or webhook, or the cluster's pod policy)", kind, obj.GetName(), err)
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating %s %s of %s: %w", kind, obj.GetName(), klog.KObj(c), err)

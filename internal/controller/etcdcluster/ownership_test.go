@@ -165,12 +165,15 @@ func anotherPass(t *testing.T, ns string) {
 	}))
 }
 
+// conflictBackoff retries a test's write of an object the operator (or the suite's fake
+// kubelet) writes too (adoption, finalizer, status) for up to ~20 s, not retry.DefaultRetry's
+// ~0.1 s, which a loaded CI machine ran out of.
+var conflictBackoff = wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1}
+
 // updateCluster changes the spec of cluster c, retrying on conflicts with status patches.
 func updateCluster(t *testing.T, ns string, change func(c *etcdv1beta2.EtcdCluster)) {
 	t.Helper()
-	// The operator writes the object too (adoption, finalizer): retry for up to ~20 s, not
-	// retry.DefaultRetry's ~0.1 s, which a loaded CI machine ran out of.
-	err := retry.RetryOnConflict(wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1}, func() error {
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		c := getCluster(t, ns, "c")
 		change(c)
 		return k8s.Update(context.Background(), c)

@@ -345,6 +345,7 @@ func blocked(err error) bool {
 	switch reason.Of(err) {
 	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled,
 		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonRestoreFailed, etcdv1beta2.ReasonSeedConflict,
+		etcdv1beta2.ReasonMemberRefused,
 		// A restore from a prefix with no backup of its cluster yet, only corrupt ones, or a
 		// store that does not answer: retried on the worker pool's own schedule.
 		etcdv1beta2.ReasonNoSuccessfulBackup, etcdv1beta2.ReasonBackupCorrupt, etcdv1beta2.ReasonStorageUnreachable:
@@ -388,7 +389,7 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed,
 		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec,
 		etcdv1beta2.ReasonVolumeExpansionUnsupported, etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials,
-		etcdv1beta2.ReasonCertManagerNotInstalled, etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound); cond != nil {
+		etcdv1beta2.ReasonCertManagerNotInstalled, etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonMemberRefused); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {

@@ -158,7 +158,7 @@ func TestAutomaticRecoveryOnlyFromItsOwnRecentBackup(t *testing.T) {
 	f.kill("c-0", "c-1", "c-2")
 	deleteAllPods(t, ns, "c-1", "c-2")
 	// The fake kubelet writes the pod too (a dead member turns not Ready), hence the retry.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	if err := retry.RetryOnConflict(conflictBackoff, func() error {
 		p := &corev1.Pod{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-0"}, p); err != nil {
 			return err

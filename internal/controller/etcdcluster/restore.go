@@ -136,6 +136,10 @@ func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.Et
 			continue
 		}
 		if err := r.createMember(ctx, c, restoreboot.Pod(c, name, names, src, r.AgentImage)); err != nil {
+			if reason.Of(err) == etcdv1beta2.ReasonMemberRefused {
+				// Not a failed restore: once admitted, the members restore the same backup.
+				setRestored(c, false, etcdv1beta2.ReasonRestoring, "waiting for the API server to admit the members: "+err.Error())
+			}
 			return false, err
 		}
 	}

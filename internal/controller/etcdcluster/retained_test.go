@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -75,11 +76,9 @@ func TestReplacedClusterVolumesAreRetained(t *testing.T) {
 		return nil
 	}))
 
-	cur := getCluster(t, ns, "c")
-	cur.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "uid-of-r1", etcdv1beta2.AnnotationReplacedByName: "r1"}
-	if err := k8s.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "uid-of-r1", etcdv1beta2.AnnotationReplacedByName: "r1"}
+	})
 	retained := func() error {
 		for _, n := range []string{"c-0", "c-1"} {
 			pvc, err := getVolume(t, ns, n)
@@ -97,15 +96,11 @@ func TestReplacedClusterVolumesAreRetained(t *testing.T) {
 		t.Fatalf("the stranger's volume was touched: %v", err)
 	}
 	// The cluster is deleted: its volumes stay retained.
-	if err := k8s.Delete(ctx, cur); err != nil {
+	if err := k8s.Delete(ctx, getCluster(t, ns, "c")); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Consistently(t, 2*time.Second, "volumes retained while the cluster goes", testutil.NoError(retained))
-	cur = getCluster(t, ns, "c")
-	cur.Finalizers = nil
-	if err := k8s.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Finalizers = nil })
 }
 
 // TestRetainedVolumesReleasedOnlyForTheVerifyingRestore: the restore operator marks the
@@ -143,16 +138,21 @@ func TestRetainedVolumesReleasedOnlyForTheVerifyingRestore(t *testing.T) {
 		return nil
 	}
 	// Formed (the restore verified it), but not marked yet: nothing goes.
-	cur := getCluster(t, ns, "c")
-	cur.Status.ClusterID = "abc"
-	if err := k8s.Status().Update(ctx, cur); err != nil {
+	// The operator writes the status too (a pass per volume event), hence the retries.
+	if err := retry.RetryOnConflict(conflictBackoff, func() error {
+		cur := getCluster(t, ns, "c")
+		cur.Status.ClusterID = "abc"
+		return k8s.Status().Update(ctx, cur)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Consistently(t, 2*time.Second, "nothing released before the restore says so", testutil.NoError(func() error { return present(all...) }))
 
-	cur = getCluster(t, ns, "c")
-	cur.Annotations = map[string]string{etcdv1beta2.AnnotationReleaseRetained: "uid-of-r1"}
-	if err := k8s.Update(ctx, cur); err != nil {
+	if err := retry.RetryOnConflict(conflictBackoff, func() error {
+		cur := getCluster(t, ns, "c")
+		cur.Annotations = map[string]string{etcdv1beta2.AnnotationReleaseRetained: "uid-of-r1"}
+		return k8s.Update(ctx, cur)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"c-0", "c-1"} {

@@ -3,7 +3,9 @@ package etcdrestore
 import (
 	"context"
 	"fmt"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,15 +49,17 @@ func checkDone(rs *etcdv1beta2.EtcdRestore) bool {
 	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == reasonCheckSkipped)
 }
 
-// checkPodName is the name of rs's restore check pod.
-func checkPodName(rs *etcdv1beta2.EtcdRestore) string { return rs.Name + "-restore-check" }
+// checkName is the name of rs's restore check Job.
+func checkName(rs *etcdv1beta2.EtcdRestore) string { return rs.Name + "-restore-check" }
 
 // checkRestorable runs the whole restore pipeline once on the verified backup in a throwaway
 // pod before an in-place restore deletes anything: the seed agent, in the etcd image the
 // restored cluster will run, downloads the object, checks it, restores it with that image's
 // etcdutl into a scratch volume and computes the keyspace hash and key count at the backup's
 // revision. A backup whose checksums are valid but that etcd cannot restore fails the restore
-// here, with the cluster untouched. The pod belongs to rs and is deleted once it reported.
+// here, with the cluster untouched. The pod is a Job's (owned by rs, deleted once it
+// reported): the restore operator writes no pod, and a pod the API server refuses (Pod
+// Security, quota, a webhook) is a preflight failure too, since the members' pods would be.
 func (r *Reconciler) checkRestorable(ctx context.Context, rs *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
 	c := &etcdv1beta2.EtcdCluster{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.EtcdCluster.Name}, c); err != nil {
@@ -68,10 +72,10 @@ func (r *Reconciler) checkRestorable(ctx context.Context, rs *etcdv1beta2.EtcdRe
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", rs.Spec.EtcdCluster.Name, err)
 	}
-	pod := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: checkPodName(rs)}, pod)
+	job := &batchv1.Job{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: checkName(rs)}, job)
 	if apierrors.IsNotFound(err) {
-		// Everything the replacement will need is checked before the check pod runs too: a
+		// Everything the replacement will need is checked before the check runs too: a
 		// restore refused by its preflight should not spend the check's download first.
 		if _, err := r.preflightReplace(ctx, rs, c); err != nil {
 			return ctrl.Result{}, err
@@ -80,34 +84,62 @@ func (r *Reconciler) checkRestorable(ctx context.Context, rs *etcdv1beta2.EtcdRe
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if pod, err = r.checkPod(rs, c, src); err != nil {
+		if job, err = r.checkJob(rs, c, src); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.Create(ctx, pod); err != nil {
+		if err := r.Create(ctx, job); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-				return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the API server refused the restore check pod: %v%s", err, noChange)
+				return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the API server refused the restore check Job: %v%s", err, noChange)
 			}
-			return ctrl.Result{}, fmt.Errorf("creating restore check pod %s: %w", pod.Name, err)
+			return ctrl.Result{}, fmt.Errorf("creating restore check Job %s: %w", job.Name, err)
 		}
-		r.progress(rs, etcdv1beta2.RestorePhaseVerifying, fmt.Sprintf("pod %s is restoring the backup into a scratch volume to prove it restorable; no cluster has been touched", pod.Name))
+		r.progress(rs, etcdv1beta2.RestorePhaseVerifying, fmt.Sprintf("Job %s is restoring the backup into a scratch volume to prove it restorable; no cluster has been touched", job.Name))
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting restore check pod %s: %w", checkPodName(rs), err)
+		return ctrl.Result{}, fmt.Errorf("getting restore check Job %s: %w", checkName(rs), err)
 	}
-	if !controlledBy(pod, rs.UID) {
-		return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "pod %s exists and is not this restore's check: rename or delete it%s", pod.Name, noChange)
+	if !controlledBy(job, rs.UID) {
+		return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "Job %s exists and is not this restore's check: rename or delete it%s", job.Name, noChange)
+	}
+	pod, err := r.checkJobPod(ctx, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if pod == nil {
+		// The Job controller reports a pod the API server refused only as an event.
+		refused, err := r.podRefused(ctx, job)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if refused != "" {
+			if err := r.deleteCheck(ctx, rs, job); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the API server refused the restore check's pod, as it would the restored members' (they run the same containers with the same security context and resources): %s%s", refused, noChange)
+		}
+		for _, cond := range job.Status.Conditions {
+			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+				// Its pod was deleted (evicted, its node lost) before it reported.
+				if err := r.deleteCheck(ctx, rs, job); err != nil {
+					return ctrl.Result{}, err
+				}
+				return ctrl.Result{}, reason.Errorf(etcdv1beta2.ReasonSeedFailed, "restore check Job %s failed before its pod reported: %s: %s; create the EtcdRestore again to retry%s", job.Name, cond.Reason, cond.Message, noChange)
+			}
+		}
+		r.progress(rs, etcdv1beta2.RestorePhaseVerifying, fmt.Sprintf("Job %s is starting its pod; no cluster has been touched", job.Name))
+		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
 	res, done, waiting := checkResult(pod)
 	if res == nil {
-		msg := fmt.Sprintf("pod %s is restoring the backup into a scratch volume to prove it restorable; no cluster has been touched", pod.Name)
+		msg := fmt.Sprintf("pod %s of Job %s is restoring the backup into a scratch volume to prove it restorable; no cluster has been touched", pod.Name, job.Name)
 		if waiting != "" {
 			msg += " (" + waiting + ")"
 		}
 		r.progress(rs, etcdv1beta2.RestorePhaseVerifying, msg)
 		return ctrl.Result{RequeueAfter: requeueWait}, nil
 	}
-	if err := r.deleteCheck(ctx, rs, pod); err != nil {
+	if err := r.deleteCheck(ctx, rs, job); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !done {
@@ -130,28 +162,99 @@ func (r *Reconciler) checkRestorable(ctx context.Context, rs *etcdv1beta2.EtcdRe
 	return ctrl.Result{RequeueAfter: requeueNow}, nil
 }
 
-// deleteCheck deletes rs's check pod (with a UID precondition: only the one just read).
-func (r *Reconciler) deleteCheck(ctx context.Context, rs *etcdv1beta2.EtcdRestore, pod *corev1.Pod) error {
-	if !controlledBy(pod, rs.UID) {
+// checkJobPod reads, around the cache, the pod job controls (nil while there is none). The Job
+// runs one pod and never retries it (backoffLimit 0); of several (one replaced while it was
+// being deleted), the newest.
+func (r *Reconciler) checkJobPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the pods of restore check Job %s: %w", job.Name, err)
+	}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if metav1.IsControlledBy(p, job) && (newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			newest = p
+		}
+	}
+	return newest, nil
+}
+
+// podRefused is the message of the Job controller's newest FailedCreate event for job: the
+// API server refused its pod. "" when there is none.
+func (r *Reconciler) podRefused(ctx context.Context, job *batchv1.Job) (string, error) {
+	events := &corev1.EventList{}
+	if err := r.APIReader.List(ctx, events, client.InNamespace(job.Namespace), client.MatchingFields{"involvedObject.uid": string(job.UID)}); err != nil {
+		return "", fmt.Errorf("listing the events of restore check Job %s: %w", job.Name, err)
+	}
+	var msg string
+	var at time.Time
+	for _, e := range events.Items {
+		if e.Reason != reasonFailedCreate {
+			continue
+		}
+		if t := eventTime(&e); msg == "" || t.After(at) {
+			msg, at = e.Message, t
+		}
+	}
+	return msg, nil
+}
+
+// reasonFailedCreate is the reason of the Job controller's event for a pod it could not create.
+const reasonFailedCreate = "FailedCreate"
+
+// eventTime is when e last happened, whichever API wrote it.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// deleteCheck deletes rs's check Job and, through the garbage collector, its pod (with a UID
+// precondition: only the one just read). A Job is deleted with its pods only when asked to:
+// the API's default for Jobs orphans them.
+func (r *Reconciler) deleteCheck(ctx context.Context, rs *etcdv1beta2.EtcdRestore, job *batchv1.Job) error {
+	if !controlledBy(job, rs.UID) {
 		return nil
 	}
-	uid := pod.UID
-	if err := r.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting restore check pod %s: %w", pod.Name, err)
+	uid := job.UID
+	err := r.Delete(ctx, job, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting restore check Job %s: %w", job.Name, err)
 	}
 	return nil
 }
 
-// stopCheck deletes rs's check pod if one is left (a restore that timed out while it ran).
+// stopCheck deletes rs's check Job if one is left (a restore that timed out while it ran).
 func (r *Reconciler) stopCheck(ctx context.Context, rs *etcdv1beta2.EtcdRestore) error {
-	pod := &corev1.Pod{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: checkPodName(rs)}, pod); err != nil {
+	job := &batchv1.Job{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: checkName(rs)}, job); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	return r.deleteCheck(ctx, rs, pod)
+	return r.deleteCheck(ctx, rs, job)
 }
 
-// checkPod is the seed pod of a one-member cluster, made into a throwaway: the restore step
+// checkJob is the Job that runs checkPod once: no retry (a failed check is an answer), its
+// pod deleted with it.
+func (r *Reconciler) checkJob(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, src *source) (*batchv1.Job, error) {
+	pod, err := r.checkPod(rs, c, src)
+	if err != nil {
+		return nil, err
+	}
+	return &batchv1.Job{
+		ObjectMeta: pod.ObjectMeta,
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](0),
+			Template:     corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec},
+		},
+	}, nil
+}
+
+// checkPod is the pod of the check Job: the seed pod of a one-member cluster, made into a throwaway: the restore step
 // runs as its only container (restartPolicy Never), on a scratch emptyDir sized for the download
 // and the restored data, with the members' resources (or a memory limit of checkMemoryLimit).
 // It carries none of the cluster's member labels and no owner but rs, so no etcd operator ever
@@ -162,8 +265,10 @@ func (r *Reconciler) checkPod(rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCl
 		return nil, err
 	}
 	pod := restoreboot.Pod(c, scratchMember, []string{scratchMember}, from, r.AgentImage)
-	pod.Name = checkPodName(rs)
-	pod.Labels = map[string]string{LabelRestore: rs.Name}
+	pod.Name = checkName(rs)
+	// app=etcd: the operators cache only such pods and Jobs (internal/manager); not a
+	// member's labels, so no etcd operator ever takes it for one.
+	pod.Labels = map[string]string{member.LabelApp: member.AppEtcd, LabelRestore: rs.Name}
 	pod.Annotations = map[string]string{etcdv1beta2.AnnotationRestoreUID: string(rs.UID)}
 	pod.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: rs.Name, UID: rs.UID,

@@ -1,10 +1,12 @@
 package etcdrestore
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,7 +27,7 @@ func TestUnrestorableBackupLeavesClusterUntouched(t *testing.T) {
 	s := newStore(t, ns)
 	old := pvcClusterWithVolumes(t, ns, "prod", 3)
 	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
-	pod := checkEnds(t, ns, "prod", 1, mustJSON(t, restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonBackupCorrupt,
+	job, pod := checkEnds(t, ns, "prod", 1, mustJSON(t, restoreseed.Result{Outcome: restoreseed.OutcomeFailed, Reason: etcdv1beta2.ReasonBackupCorrupt,
 		Message: "etcdutl snapshot restore: exit status 1: invalid database"}))
 
 	rs := waitCondition(t, ns, "prod", etcdv1beta2.RestoreConditionFailed, "True/"+etcdv1beta2.ReasonBackupCorrupt)
@@ -47,16 +49,24 @@ func TestUnrestorableBackupLeavesClusterUntouched(t *testing.T) {
 	if err := k8s.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{member.LabelCluster: "prod"}); err != nil || len(pods.Items) > 0 {
 		t.Fatalf("member pods made: %v %d", err, len(pods.Items))
 	}
-	testutil.Eventually(t, testutil.Timeout, "check pod deleted", func() (bool, string) {
-		p, err := getPod(t, ns, pod.Name)
-		return gone(err, p), "still there"
+	// The Job is deleted with its pod (envtest has no garbage collector to show the pod go:
+	// the deletion must ask for it, as the API's default for Jobs orphans their pods).
+	testutil.Eventually(t, testutil.Timeout, "check Job deleted", func() (bool, string) {
+		err := k8s.Get(t.Context(), client.ObjectKeyFromObject(job), job)
+		return apierrors.IsNotFound(err) || job.DeletionTimestamp != nil, "still there"
 	})
-
-	// The check pod as it was made: a throwaway of the restore's, never a member.
-	if ref := metav1.GetControllerOf(pod); ref == nil || ref.UID != rs.UID || ref.Kind != "EtcdRestore" || len(pod.OwnerReferences) != 1 {
-		t.Errorf("check pod owners %+v, want only its EtcdRestore", pod.OwnerReferences)
+	if job.DeletionTimestamp != nil && !slices.Contains(job.Finalizers, metav1.FinalizerOrphanDependents) {
+		t.Errorf("check Job deleted orphaning its pod: finalizers %v", job.Finalizers)
 	}
-	if pod.Labels[member.LabelCluster] != "" || pod.Labels[member.LabelApp] != "" || pod.Spec.Hostname != "" || pod.Spec.Subdomain != "" {
+
+	// The check as it was made: a Job of the restore's that runs once, never a member.
+	if ref := metav1.GetControllerOf(job); ref == nil || ref.UID != rs.UID || ref.Kind != "EtcdRestore" || len(job.OwnerReferences) != 1 {
+		t.Errorf("check Job owners %+v, want only its EtcdRestore", job.OwnerReferences)
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
+		t.Errorf("check Job backoffLimit %v, want 0: a failed check is an answer", job.Spec.BackoffLimit)
+	}
+	if pod.Labels[member.LabelCluster] != "" || pod.Spec.Hostname != "" || pod.Spec.Subdomain != "" {
 		t.Errorf("check pod carries a member's identity: labels %v hostname %q subdomain %q", pod.Labels, pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
 	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != restoreboot.InitRestore {

@@ -85,7 +85,7 @@ func (r *Reconciler) ensureCluster(ctx context.Context, rs *etcdv1beta2.EtcdRest
 		if err := r.recordRetained(ctx, rs); err != nil {
 			return nil, err
 		}
-	} else if err := r.preflight(ctx, rs, c, rs.UID, names); err != nil {
+	} else if err := r.preflight(ctx, rs, c, names); err != nil {
 		return nil, err
 	}
 	if err := r.Create(ctx, c); err != nil {
@@ -229,7 +229,7 @@ func (r *Reconciler) preflightReplace(ctx context.Context, rs *etcdv1beta2.EtcdR
 	if err != nil {
 		return nil, err
 	}
-	if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, names, src), c.UID, names); err != nil {
+	if err := r.preflight(ctx, rs, newCluster(rs, tmpl, c.Name, names, src), names); err != nil {
 		return nil, err
 	}
 	return tmpl, nil

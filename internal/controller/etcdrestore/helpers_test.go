@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,18 +113,6 @@ func restoreFailedIn(t *testing.T, c *etcdv1beta2.EtcdCluster, why, msg string) 
 	}
 }
 
-// waitPod waits for pod name to exist.
-func waitPod(t *testing.T, ns, name string) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	testutil.Eventually(t, testutil.Timeout, "pod "+name, func() (bool, string) {
-		var err error
-		pod, err = getPod(t, ns, name)
-		return err == nil, fmt.Sprint(err)
-	})
-	return pod
-}
-
 // grown plays the etcd operator: c is Available with the members ready.
 func grown(t *testing.T, c *etcdv1beta2.EtcdCluster, ready ...string) {
 	t.Helper()
@@ -151,18 +141,23 @@ func pvcClusterWithVolumes(t *testing.T, ns, name string, size int32) *etcdv1bet
 	return c
 }
 
-// checkPasses plays the kubelet for an in-place restore's check pod: its restore step exited 0
-// with result (a restoreseed.Result). It returns the pod as the restore operator made it.
+// checkPasses plays the Job controller and the kubelet for an in-place restore's check: its
+// restore step exited 0 with result (a restoreseed.Result). It returns the pod as made from the
+// Job the restore operator made.
 func checkPasses(t *testing.T, ns, restore, result string) *corev1.Pod {
 	t.Helper()
-	return checkEnds(t, ns, restore, 0, result)
+	_, pod := checkEnds(t, ns, restore, 0, result)
+	return pod
 }
 
-// checkEnds plays the kubelet for the check pod of restore: its restore step exited with code
-// and result.
-func checkEnds(t *testing.T, ns, restore string, code int32, result string) *corev1.Pod {
+// checkEnds plays the Job controller and the kubelet for the check of restore: its restore
+// step exited with code and result. It returns the Job and its pod as made.
+func checkEnds(t *testing.T, ns, restore string, code int32, result string) (*batchv1.Job, *corev1.Pod) {
 	t.Helper()
-	pod := waitPod(t, ns, restore+"-restore-check")
+	job, pod := playJob(t, ns, restore)
+	if pod == nil {
+		t.Fatalf("the API server refused the pod of restore %s's check", restore)
+	}
 	made := pod.DeepCopy()
 	pod.Status.Phase = corev1.PodSucceeded
 	if code != 0 {
@@ -172,7 +167,42 @@ func checkEnds(t *testing.T, ns, restore string, code int32, result string) *cor
 	if err := k8s.Status().Update(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	return made
+	return job, made
+}
+
+// playJob plays the Job controller (envtest runs none) for restore's check Job, once it
+// exists: it creates the Job's pod from its template as the controller does (generated name,
+// the controller's labels, the Job as controller); a pod the API server refuses becomes the
+// controller's FailedCreate Warning event on the Job, and pod is nil.
+func playJob(t *testing.T, ns, restore string) (*batchv1.Job, *corev1.Pod) {
+	t.Helper()
+	job := &batchv1.Job{}
+	testutil.Eventually(t, testutil.Timeout, "check Job of "+restore, func() (bool, string) {
+		err := k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: restore + "-restore-check"}, job)
+		return err == nil, fmt.Sprint(err)
+	})
+	pod := &corev1.Pod{ObjectMeta: *job.Spec.Template.ObjectMeta.DeepCopy(), Spec: *job.Spec.Template.Spec.DeepCopy()}
+	pod.Namespace, pod.GenerateName = ns, job.Name+"-"
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[batchv1.ControllerUidLabel], pod.Labels[batchv1.JobNameLabel] = string(job.UID), job.Name
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	err := k8s.Create(t.Context(), pod)
+	if err == nil {
+		return job, pod
+	}
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	create(t, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: job.Name + "."},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: job.Name, UID: job.UID},
+		Reason:         "FailedCreate", Type: corev1.EventTypeWarning, Message: "Error creating: " + err.Error(),
+		FirstTimestamp: now, LastTimestamp: now, Count: 1, Source: corev1.EventSource{Component: "job-controller"},
+	})
+	return job, nil
 }
 
 // restoredOK is the result of a check pod that restored the test backup.

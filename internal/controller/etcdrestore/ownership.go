@@ -5,19 +5,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
-
-// clusterRef is the controller reference of an object that belongs to cluster c, as the etcd
-// operator sets it on the members it creates (the preflight's dry run carries it too).
-func clusterRef(c *etcdv1beta2.EtcdCluster) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: c.Name, UID: c.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
-}
 
 // restoreRef is a (non-controller) owner reference to rs.
 func restoreRef(rs *etcdv1beta2.EtcdRestore) metav1.OwnerReference {

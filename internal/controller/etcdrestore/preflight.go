@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/kubesecret"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	clusterversion "github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
@@ -19,12 +20,14 @@ import (
 // noChange ends the message of every preflight failure.
 const noChange = "; no cluster was changed"
 
-// preflight checks, before a restore deletes or creates any cluster, everything the seed will
-// need: the agent image, an etcd at least as new as the backup's, the credentials it mounts,
-// and that the API server accepts its pod and volume (a server-side dry run: Pod Security,
-// quota, admission webhooks). c is the cluster the restore would create; uid stands in for its
-// UID, which does not exist yet, in the dry run's owner reference.
-func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, uid types.UID, names []string) error {
+// preflight checks, before a restore deletes or creates any cluster, everything the members
+// will need that can be read: the agent image, an etcd at least as new as the backup's, the
+// credentials they mount, a source the etcd operator accepts, the storage class and the volume
+// quota. c is the cluster the restore would create. What only admission can tell (Pod
+// Security, pod quota, webhooks) an in-place restore learns from its check Job's pod, which
+// runs the members' containers with their security context and resources (check.go); the
+// restore operator writes no pod or volume, not even in a dry run.
+func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, names []string) error {
 	if r.AgentImage == "" {
 		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the restore operator does not know the image of its seed agent: run it with --seed-agent-image, or with POD_NAME and POD_NAMESPACE set from the downward API"+noChange)
 	}
@@ -38,12 +41,13 @@ func (r *Reconciler) preflight(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	if err := r.checkSecrets(ctx, rs, c, src); err != nil {
 		return err
 	}
-	if err := r.checkVolumeQuota(ctx, rs, c, names); err != nil {
+	if _, err := restoreboot.FromSpec(c.Spec.Bootstrap.Restore.Source); err != nil {
+		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the etcd operator could not restore the members from this backup: %v"+noChange, err)
+	}
+	if err := r.checkStorageClass(ctx, c); err != nil {
 		return err
 	}
-	dry := c.DeepCopy()
-	dry.UID = uid
-	return r.dryRunSeed(ctx, dry, names)
+	return r.checkVolumeQuota(ctx, rs, c, names)
 }
 
 // checkVersion fails when the backup was taken from an etcd of a newer minor release than the
@@ -153,32 +157,22 @@ func (r *Reconciler) checkSecrets(ctx context.Context, rs *etcdv1beta2.EtcdResto
 	return nil
 }
 
-// dryRunSeed asks the API server to admit, without creating them, the seed member's volume and
-// pod exactly as the restore would create them (the other members' differ only in name). That
-// admits one volume against a quota; checkVolumeQuota counts them all.
-func (r *Reconciler) dryRunSeed(ctx context.Context, c *etcdv1beta2.EtcdCluster, names []string) error {
-	seed := names[0]
-	objs, err := r.memberObjects(c, seed, names)
-	if err != nil {
-		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the etcd operator could not restore the members from this backup: %v"+noChange, err)
+// checkStorageClass fails when the members' volumes name a StorageClass that does not exist:
+// their claims would stay Pending.
+func (r *Reconciler) checkStorageClass(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+	if c.Spec.Pod == nil || c.Spec.Pod.PersistentVolumeClaimSpec == nil {
+		return nil
 	}
-	for _, obj := range objs {
-		obj.SetOwnerReferences([]metav1.OwnerReference{clusterRef(c)})
-		err := r.Create(ctx, obj, client.DryRunAll)
-		switch {
-		case err == nil:
-		case apierrors.IsAlreadyExists(err):
-			// Admission accepted it; the name is taken by an object the seed will not be
-			// mistaken for (SeedConflict when it is created, if the name is still the same).
-		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-			kind := "pod"
-			if _, ok := obj.(*corev1.PersistentVolumeClaim); ok {
-				kind = "volume"
-			}
-			return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "the API server refused the seed %s %s in a dry run: %v"+noChange, kind, seed, err)
-		default:
-			return fmt.Errorf("dry run of the seed member %s: %w", seed, err)
-		}
+	class := c.Spec.Pod.PersistentVolumeClaimSpec.StorageClassName
+	if class == nil || *class == "" {
+		return nil
+	}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Name: *class}, &storagev1.StorageClass{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return reason.Errorf(etcdv1beta2.ReasonPreflightFailed, "StorageClass %s, which the members' volumes name, does not exist: their claims would stay Pending"+noChange, *class)
+	case err != nil:
+		return fmt.Errorf("getting StorageClass %s: %w", *class, err)
 	}
 	return nil
 }

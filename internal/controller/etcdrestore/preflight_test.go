@@ -53,7 +53,7 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 		name, cname, ns, reason, want string
 		edit                          func(*etcdv1beta2.EtcdCluster, *etcdv1beta2.EtcdRestore)
 	}{
-		{"pod security refuses the seed", "psa", restricted, etcdv1beta2.ReasonPreflightFailed, "refused the seed pod", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
+		{"pod security refuses the check's pod", "psa", restricted, etcdv1beta2.ReasonPreflightFailed, "refused the restore check's pod", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
 			// The default member pod passes restricted; a cluster that asks for root does not.
 			c.Spec.Pod = &etcdv1beta2.PodPolicy{SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0)}}
 		}},
@@ -64,6 +64,10 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 		}},
 		{"etcd credentials secret missing", "auth", ns, etcdv1beta2.ReasonPreflightFailed, "secret " + ns + "/no-such-credentials not found", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
 			c.Spec.Auth = &etcdv1beta2.AuthPolicy{SecretName: "no-such-credentials"}
+		}},
+		{"storage class missing", "class", ns, etcdv1beta2.ReasonPreflightFailed, "StorageClass no-such-class, which the members' volumes name, does not exist", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
+			c.Spec.Pod = pvcCluster(ns, "class", 3).Spec.Pod
+			c.Spec.Pod.PersistentVolumeClaimSpec.StorageClassName = ptr.To("no-such-class")
 		}},
 		{"member TLS secret missing", "tls", ns, etcdv1beta2.ReasonPreflightFailed, "member TLS Secret no-such-secret", func(c *etcdv1beta2.EtcdCluster, _ *etcdv1beta2.EtcdRestore) {
 			c.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "no-such-secret"}}}
@@ -78,6 +82,12 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 			}
 			create(t, c)
 			create(t, rs)
+			if tc.cname == "psa" {
+				// Everything the preflight reads passes; the check Job's pod is refused.
+				if _, pod := playJob(t, tc.ns, name); pod != nil {
+					t.Fatal("Pod Security admitted a pod that runs as root")
+				}
+			}
 			got := waitCondition(t, tc.ns, name, etcdv1beta2.RestoreConditionFailed, "True/"+tc.reason)
 			if !strings.Contains(got.Status.Reason, tc.want) || !strings.HasSuffix(got.Status.Reason, "no cluster was changed") {
 				t.Errorf("reason %q, want it to contain %q and end with \"no cluster was changed\"", got.Status.Reason, tc.want)
@@ -99,7 +109,7 @@ func TestPreflightRefusesBeforeDeleting(t *testing.T) {
 // TestPreflightNeedsAgentImage: without a seed agent image nothing is touched.
 func TestPreflightNeedsAgentImage(t *testing.T) {
 	r := &Reconciler{}
-	err := r.preflight(t.Context(), &etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}, "uid", []string{"c-0"})
+	err := r.preflight(t.Context(), &etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}, []string{"c-0"})
 	re, ok := errors.AsType[*reason.Error](err)
 	if !ok || re.Reason != etcdv1beta2.ReasonPreflightFailed || re.Transient || !strings.HasSuffix(re.Error(), "no cluster was changed") {
 		t.Fatalf("got %v", err)

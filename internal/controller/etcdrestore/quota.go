@@ -16,8 +16,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list
 
 // checkVolumeQuota fails when a ResourceQuota of the namespace has no room for the volumes of
-// every member restored at once. The dry run (dryRunSeed) admits one volume against the quota;
-// the restore creates len(names) of them, while an in-place restore keeps the replaced
+// every member restored at once: the restore creates len(names) of them, while an in-place restore keeps the replaced
 // cluster's volumes until the restored cluster is verified, so they all count at once. Quotas
 // with scopes are left to admission: scopes select pods, and the check would have to guess.
 func (r *Reconciler) checkVolumeQuota(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, names []string) error {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,14 +40,18 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups;etcdbackupschedules,verbs=get;list;watch
-// Pods: its own check pod (create, delete) and the preflight's dry run of the members
-// (create); never a member's pod. Volumes: only the preflight's dry run (create); the etcd
-// operator alone retains, changes and deletes them, also for a restore.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
+// No pod or volume is written: the check runs as a Job (batch, create and delete; its pod,
+// made by the Job controller, is read for its result, and the Job's events for a pod the API
+// server refused). The etcd operator alone creates, retains, changes and deletes members' pods
+// and volumes, also for a restore.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// LabelRestore is set on a restore's check pod: the name of the EtcdRestore.
+// LabelRestore is set on a restore's check Job and its pod: the name of the EtcdRestore.
 const LabelRestore = "etcd.database.coreos.com/restore"
 
 // Requeue intervals for what no watch reports.
@@ -104,7 +109,7 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 	return r.SetupWithManager(mgr)
 }
 
-// SetupWithManager registers r with the manager: EtcdRestores, their check pods (by label), the
+// SetupWithManager registers r with the manager: EtcdRestores, their check Jobs and the Jobs' pods (by label), the
 // volumes retained for them (by annotation) and the clusters (by their restore bootstrap, and
 // by name: an old cluster going away) trigger passes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -135,6 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdRestore{}).
+		Owns(&batchv1.Job{}).
 		Watches(&corev1.Pod{}, byLabel).
 		// The etcd operator retaining or releasing a volume for a restore moves it on.
 		Watches(&corev1.PersistentVolumeClaim{}, byRetained).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,9 +159,18 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 		src.SHA256 != s.backup.SHA256 || src.Size != s.backup.Size || src.RevisionBump != nil {
 		t.Fatalf("bootstrap.restore.source %+v (%v), want the verified backup", src, err)
 	}
+	// No pod but the check's, which the test made as the Job controller (envtest has no
+	// garbage collector to delete it with its Job).
 	pods := &corev1.PodList{}
-	if err := k8s.List(t.Context(), pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
-		t.Fatalf("the restore created pods %v (%v): members are the etcd operator's", podsIn(pods, ns), err)
+	if err := k8s.List(t.Context(), pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	pods.Items = slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
+		ref := metav1.GetControllerOf(&p)
+		return ref != nil && ref.Kind == "Job" && p.Labels[LabelRestore] == "prod"
+	})
+	if len(pods.Items) != 0 {
+		t.Fatalf("pods %v: members are the etcd operator's", podsIn(pods, ns))
 	}
 
 	// The etcd operator's part: every member restored and verified.

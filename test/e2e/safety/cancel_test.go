@@ -25,9 +25,10 @@ import (
 // take those volumes with it: they are the old cluster's only data until a restore is
 // verified. A new restore of the same backup then succeeds, and still leaves them alone.
 //
-// The restore is held in Seeding by the cluster's StorageClass, deleted before the restore: the
-// old volume stays bound, the restorable check runs on a scratch emptyDir, and the new members'
-// volumes stay Pending. (A ResourceQuota of zero pods made after the check raced with the
+// The restore is held in Seeding by the cluster's StorageClass, replaced before the restore by
+// one of the same name whose provisioner nothing runs: the old volume stays bound, the
+// restorable check runs on a scratch emptyDir, and the new members' volumes stay Pending. (A
+// deleted class no longer does: the preflight refuses a class that does not exist.) (A ResourceQuota of zero pods made after the check raced with the
 // replacement's own preflight, which then refused the restore, correctly, before it changed
 // anything.)
 func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
@@ -56,6 +57,9 @@ func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 	if err := f.Client.Delete(t.Context(), class.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
+	stalled := class.DeepCopy()
+	stalled.Provisioner = "e2e.invalid/nothing-provisions-this"
+	f.Create(t, stalled)
 	restore("cancelled")
 	framework.Eventually(t, 3*time.Minute, "the old cluster replaced and its volumes retained", func(ctx context.Context) (bool, error) {
 		rs, err := f.GetRestore(ctx, ns, "cancelled")
@@ -80,6 +84,9 @@ func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 	keptVolumes(t, f, old)
 
 	// The backup is still there to restore from.
+	if err := f.Client.Delete(t.Context(), stalled); err != nil {
+		t.Fatal(err)
+	}
 	f.Create(t, class.DeepCopy())
 	restore("retry")
 	rs = f.WaitRestoreSucceeded(t, ns, "retry", 5*time.Minute)

@@ -142,10 +142,15 @@ const (
 	// ReasonSeedConflict: a pod or volume stands at the seed member's name and the restore did
 	// not create it.
 	ReasonSeedConflict = "SeedConflict"
+	// ReasonMemberRefused: the API server refused a member's pod or volume (Pod Security,
+	// quota, a LimitRange, an admission webhook); the message quotes it. Nothing else is done
+	// for the cluster until it is admitted; retried every 15 s.
+	ReasonMemberRefused = "MemberRefused"
 	// ReasonRestoreInProgress: another EtcdRestore of the same cluster has not finished.
 	ReasonRestoreInProgress = "RestoreInProgress"
 	// ReasonPreflightFailed: a check before an in-place restore deletes the old cluster failed
-	// (seed agent image, etcd version, credentials, the seed pod refused by a server-side dry run).
+	// (seed agent image, etcd version, credentials, storage class, volume quota, or the API
+	// server refusing the pod of the restore check Job, which runs the members' containers).
 	ReasonPreflightFailed = "PreflightFailed"
 	// ReasonIncompatibleVersion: the backup was taken by an etcd newer than the cluster runs.
 	ReasonIncompatibleVersion = "IncompatibleVersion"

@@ -160,7 +160,7 @@ const (
 	// EtcdRestore that keeps it until the restored cluster is verified (for people: the UID in
 	// AnnotationRestoreUID is what is checked).
 	AnnotationRetainedBy = "etcd.database.coreos.com/retained-by"
-	// AnnotationRestoreUID is set on the EtcdCluster a restore creates, on its check pod and on
+	// AnnotationRestoreUID is set on the EtcdCluster a restore creates, on its check Job and on
 	// the volumes it retains: the UID of that EtcdRestore.
 	AnnotationRestoreUID = "etcd.database.coreos.com/restore-uid"
 	// AnnotationReleaseRetained is set by the restore operator on the cluster it restored once

@@ -6,7 +6,8 @@ import (
 
 // EtcdRestore makes an etcd cluster from a backup. The backup is checked first (it exists, its
 // size and checksum match, it is a valid snapshot), then everything the seed member needs
-// (preflight: agent image, etcd version, credentials, a server-side dry run of the seed pod);
+// (preflight: agent image, etcd version, credentials, storage class, volume quota, and for an
+// in-place restore a check Job restoring the backup once in the members' containers);
 // only then is the target cluster replaced or created. One EtcdRestore per cluster runs at a
 // time: a later one waits. The restore operator seeds the first member from the snapshot (a
 // pod controlled by the EtcdCluster), the etcd operator grows the cluster to size, and the
