@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -148,8 +149,11 @@ func TestReplaceSeedGrowVerify(t *testing.T) {
 	if _, ok := rs.Annotations[AnnotationClusterTemplate]; !ok {
 		t.Error("template not saved before the cluster was deleted")
 	}
-	if pin, err := storage.Decode(rs.Annotations[AnnotationBackupSource]); err != nil || pin.Bucket != s.bucket.Name || pin.Key != "etcd.backup" {
-		t.Errorf("verified backup not pinned: %+v, %v", pin, err)
+	if pin := rs.Status.Source; pin == nil || !equality.Semantic.DeepEqual(pin, c.Spec.Bootstrap.Restore.Source) {
+		t.Errorf("verified backup pinned in status.source as %+v, the cluster restores %+v", pin, c.Spec.Bootstrap.Restore.Source)
+	}
+	if _, ok := rs.Annotations[AnnotationBackupSource]; ok {
+		t.Error("the location went through an annotation")
 	}
 	if c.Spec.Size != 3 || c.Labels["team"] != "a" || c.Spec.Bootstrap.Restore.RestoreName != "prod" || c.Spec.Bootstrap.Restore.SeedMember != "prod-0" {
 		t.Fatalf("new cluster %+v labels %v", c.Spec, c.Labels)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -104,5 +105,24 @@ func TestNewestOf(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPinnedByThePreviousRelease: a restore the previous release verified pinned its backup in
+// an annotation; this release finishes it from there, and prefers status.source when both exist.
+func TestPinnedByThePreviousRelease(t *testing.T) {
+	loc := storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "b", Key: "old/etcd.backup", Secret: "aws"}
+	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationBackupSource: loc.Encode()}}}
+	got, err := pinned(rs)
+	if err != nil || got.loc.Bucket != "b" || got.loc.Key != "old/etcd.backup" || got.loc.Secret != "aws" {
+		t.Fatalf("legacy pin: %+v %v", got, err)
+	}
+	now := storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "b", Key: "new/etcd.backup", Secret: "aws"}
+	rs.Status.Source = &etcdv1beta2.RestoreSource{StorageType: now.Type, BackupSource: now.Block()}
+	if got, err := pinned(rs); err != nil || got.loc.Key != "new/etcd.backup" {
+		t.Fatalf("status.source: %+v %v", got, err)
+	}
+	if _, err := pinned(&etcdv1beta2.EtcdRestore{}); reason.Of(err) != etcdv1beta2.ReasonBackupNotFound {
+		t.Fatalf("nothing pinned: %v", err)
 	}
 }

@@ -67,13 +67,11 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 	}
 	c := done.Value.(*checked)
 	src, got := c.src, c.got
-	if err := r.pin(ctx, rs, src); err != nil {
-		return ctrl.Result{}, err
-	}
 	rs.Status.BackupLocation = src.loc.URL()
 	rs.Status.BackupSize = got.Size
 	rs.Status.BackupSHA256 = got.SHA256
 	rs.Status.BackupRevision = src.revision
+	pin(rs, src)
 	if src.taken != nil {
 		rs.Status.BackupTime = src.taken.DeepCopy()
 		rs.Status.BackupAge = &metav1.Duration{Duration: rs.Status.StartTime.Sub(src.taken.Time).Round(time.Second)}
@@ -113,34 +111,30 @@ func (r *Reconciler) readBackup(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 	return &checked{src: src, got: got, took: r.now().Sub(start)}, nil
 }
 
-// AnnotationBackupSource holds, once the backup verified, the storage.Location that reaches it
-// (type, bucket, exact key, endpoint, Secrets): the seed uses exactly the object that was
-// verified, even if the EtcdBackup or schedule that named it is gone by then.
+// AnnotationBackupSource is where the previous release pinned the verified backup (an encoded
+// storage.Location). It is only read, for a restore that release verified and this one
+// finishes; status.source replaced it.
 const AnnotationBackupSource = "etcd.database.coreos.com/backup-source"
 
-// pin saves src on rs.
-func (r *Reconciler) pin(ctx context.Context, rs *etcdv1beta2.EtcdRestore, src *source) error {
-	raw := src.loc.Encode()
-	if rs.Annotations[AnnotationBackupSource] == raw {
-		return nil
-	}
-	patch := rs.DeepCopy()
-	if patch.Annotations == nil {
-		patch.Annotations = map[string]string{}
-	}
-	patch.Annotations[AnnotationBackupSource] = raw
-	if err := r.Patch(ctx, patch, client.MergeFrom(rs)); err != nil {
-		return fmt.Errorf("saving the backup source: %w", err)
-	}
-	rs.Annotations, rs.ResourceVersion = patch.Annotations, patch.ResourceVersion
-	return nil
+// pin records the verified backup src in rs.Status.Source (written with the pass's status
+// patch, with the figures it is pinned by).
+func pin(rs *etcdv1beta2.EtcdRestore, src *source) {
+	rs.Status.Source = restoreSource(rs, src)
 }
 
-// pinned returns the source pin saved.
+// pinned returns the verified backup rs restores (status.source, or the previous release's
+// annotation).
 func pinned(rs *etcdv1beta2.EtcdRestore) (*source, error) {
+	if s := rs.Status.Source; s != nil {
+		loc, err := storage.FromSource(s.StorageType, s.BackupSource)
+		if err != nil {
+			return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "status.source: %v", err)
+		}
+		return &source{loc: loc}, nil
+	}
 	raw, ok := rs.Annotations[AnnotationBackupSource]
 	if !ok {
-		return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "annotation %s is missing: the verified backup is unknown", AnnotationBackupSource)
+		return nil, reason.Errorf(etcdv1beta2.ReasonBackupNotFound, "status.source is not set: the verified backup is unknown")
 	}
 	loc, err := storage.Decode(raw)
 	if err != nil {

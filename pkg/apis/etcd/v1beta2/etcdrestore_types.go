@@ -155,6 +155,14 @@ type RestoreStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// source is the backup object this restore verified and restores, pinned by the size and
+	// sha256 it read: where it is (storage type, bucket, exact key, endpoint, Secrets), exactly
+	// as written into the restored cluster's spec.bootstrap.restore.source. It is set once, when
+	// the backup verified; the members fetch exactly that object, even if the EtcdBackup or
+	// schedule that named it is gone by then.
+	// +optional
+	Source *RestoreSource `json:"source,omitempty"`
+
 	// backupLocation is the object restored, as <storageType>://<bucket>/<key>.
 	// +optional
 	BackupLocation string `json:"backupLocation,omitempty"`

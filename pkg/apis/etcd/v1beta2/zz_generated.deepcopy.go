@@ -1261,6 +1261,11 @@ func (in *RestoreStatus) DeepCopyInto(out *RestoreStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Source != nil {
+		in, out := &in.Source, &out.Source
+		*out = new(RestoreSource)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.StartTime != nil {
 		in, out := &in.StartTime, &out.StartTime
 		*out = (*in).DeepCopy()
