@@ -47,6 +47,7 @@ type EtcdCluster struct {
 // coreos/etcd-operator v0.9.4, so its manifests apply unchanged.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="bootstrap is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || has(oldSelf.bootstrap)",message="bootstrap is set only when the cluster is created: a running cluster is not restored by adding it (apply a new EtcdCluster with bootstrap.restore, or create an EtcdRestore)"
 // +kubebuilder:validation:XValidation:rule="!has(self.recovery) || !has(self.pod) || !has(self.pod.persistentVolumeClaimSpec)",message="recovery is for clusters without volumes (emptyDir members): members with volumes keep their data and are brought back, never restored over"
 // +kubebuilder:validation:XValidation:rule="!has(self.recovery) || !has(oldSelf.pod) || !has(oldSelf.pod.persistentVolumeClaimSpec)",message="recovery cannot be set in the update that removes pod.persistentVolumeClaimSpec: the running members still keep their data on volumes, which a recovery would restore over; remove persistentVolumeClaimSpec first, and set recovery once every member runs without a volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.quotaBackendBytes) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name == 'ETCD_QUOTA_BACKEND_BYTES')",message="maintenance.quotaBackendBytes and an ETCD_QUOTA_BACKEND_BYTES entry in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
@@ -106,7 +107,8 @@ type ClusterSpec struct {
 	// bootstrap says how the cluster's first member is made. Unset: a new, empty seed member.
 	// The restore operator sets bootstrap.restore on the clusters it seeds from a backup; this
 	// is the explicit handshake by which the etcd operator adopts the seeded member and grows
-	// the cluster to size. Set once, never changed.
+	// the cluster to size. Set only when the cluster is created, never changed; it may be
+	// removed.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 
