@@ -57,7 +57,7 @@ func restoreOperatorKilled(t *testing.T, f *framework.Framework, ns string, rng 
 		at = rs.Status.Phase
 		return i >= slices.Index(restorePhases, want), fmt.Errorf("phase %q", rs.Status.Phase)
 	})
-	killed, rs := killAndFinish(t, f, ns, "r", "r", pids, b, fmt.Sprintf("in phase %s (seeded: %s)", at, want))
+	killed, rs := killAndFinish(t, f, ns, "r", "r", "restore-operator", pids, b, fmt.Sprintf("in phase %s (seeded: %s)", at, want))
 	return injected{size: 3, over: killed, note: fmt.Sprintf("killed in %s (seeded %s); the restore of %d MiB into r Succeeded %s after the kill, 3 members verified at revision %d",
 		at, want, b.Status.Size>>20, time.Since(killed).Round(100*time.Millisecond), rs.Status.RestoredRevision)}
 }
@@ -72,13 +72,21 @@ const (
 
 var inPlacePoints = []string{inPlaceVerifying, inPlaceDeleting, inPlaceSeeding, inPlaceGrowing}
 
-// restoreOperatorKilledInPlace restores a second cluster, d, in place from its backup while the
-// load runs on c, and kills the restore operator's process from the host (SIGKILL, then its
-// pod) at a seeded point: while the backup is verified, while the old d is being deleted, while
-// the new d seeds, or while it grows. The next operator must finish the restore: d holds exactly
-// the backup's keys and values (key by key, and its keyspace hash), every member verified; c
-// untouched (the checker). Heal counts from the kill to Succeeded.
-func restoreOperatorKilledInPlace(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+// inPlaceRestoreKilled restores a second cluster, d, in place from its backup while the load
+// runs on c, and kills the process of operator (the restore operator, or the etcd operator,
+// which since issue 28 retains the old volumes and builds and verifies every restored member)
+// from the host (SIGKILL, then its pod) at a seeded point: while the backup is verified, while
+// the old d is being deleted, while the new d seeds, or while it grows. The next operator must
+// finish the restore: d holds exactly the backup's keys and values (key by key, and its
+// keyspace hash), every member verified; c untouched (the checker). Heal counts from the kill
+// to Succeeded.
+func inPlaceRestoreKilled(operator string) func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	return func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+		return inPlaceRestoreKilledRun(t, f, ns, rng, operator)
+	}
+}
+
+func inPlaceRestoreKilledRun(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand, operator string) injected {
 	d := newCluster(ns, "d")
 	f.Create(t, d)
 	f.WaitClusterAvailable(t, ns, "d", 3, availableAfter)
@@ -97,8 +105,8 @@ func restoreOperatorKilledInPlace(t *testing.T, f *framework.Framework, ns strin
 		t.Fatal(err)
 	}
 	want := inPlacePoints[rng.IntN(len(inPlacePoints))]
-	op := runningPod(t, f, framework.OperatorNamespace, map[string]string{"app.kubernetes.io/name": "restore-operator"})
-	pids := hostPIDs(t, op, "restore-operator")
+	op := runningPod(t, f, framework.OperatorNamespace, map[string]string{"app.kubernetes.io/name": operator})
+	pids := hostPIDs(t, op, operator)
 	f.Create(t, &etcdv1beta2.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rd"},
 		Spec: etcdv1beta2.RestoreSpec{
@@ -133,7 +141,7 @@ func restoreOperatorKilledInPlace(t *testing.T, f *framework.Framework, ns strin
 		}
 		return slices.Index(inPlacePoints, at) >= slices.Index(inPlacePoints, want), fmt.Errorf("at %s", at)
 	})
-	killed, _ := killAndFinish(t, f, ns, "rd", "d", pids, b, fmt.Sprintf("at %s (seeded: %s)", at, want))
+	killed, _ := killAndFinish(t, f, ns, "rd", "d", operator, pids, b, fmt.Sprintf("at %s (seeded: %s)", at, want))
 	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "d"))
 	if n, diffs := framework.CheckDataset(t, cli, "/data/", keys); len(diffs) > 0 {
 		t.Fatalf("restored d: %d keys, differences: %v", n, diffs)
@@ -141,19 +149,19 @@ func restoreOperatorKilledInPlace(t *testing.T, f *framework.Framework, ns strin
 	if got := framework.KeyspaceSHA256(t, cli, "/data/"); got != wantHash {
 		t.Fatalf("restored d's keyspace hash differs from the one before the backup")
 	}
-	return injected{size: 3, over: killed, note: fmt.Sprintf("killed at %s (seeded %s); d restored in place (%d MiB) %s after the kill, %d keys checked one by one",
-		at, want, b.Status.Size>>20, time.Since(killed).Round(100*time.Millisecond), keys)}
+	return injected{size: 3, over: killed, note: fmt.Sprintf("%s killed at %s (seeded %s); d restored in place (%d MiB) %s after the kill, %d keys checked one by one",
+		operator, at, want, b.Status.Size>>20, time.Since(killed).Round(100*time.Millisecond), keys)}
 }
 
-// killAndFinish kills the restore operator's processes (then its pod) and waits until the next
-// operator finished EtcdRestore restore of cluster: Succeeded, 3 members verified at a revision
+// killAndFinish kills operator's processes (then its pod) and waits until the next operator
+// finished EtcdRestore restore of cluster: Succeeded, 3 members verified at a revision
 // at least the backup's, the cluster Available. It returns when the kill was and the restore.
-func killAndFinish(t *testing.T, f *framework.Framework, ns, restore, cluster string, pids []int, b *etcdv1beta2.EtcdBackup, where string) (time.Time, *etcdv1beta2.EtcdRestore) {
+func killAndFinish(t *testing.T, f *framework.Framework, ns, restore, cluster, operator string, pids []int, b *etcdv1beta2.EtcdBackup, where string) (time.Time, *etcdv1beta2.EtcdRestore) {
 	t.Helper()
 	kill(t, pids)
 	killed := time.Now()
-	t.Logf("fault: restore operator killed %s", where)
-	killOperator(t, f, "restore-operator")
+	t.Logf("fault: %s killed %s", operator, where)
+	killOperator(t, f, operator)
 	rs := f.WaitRestoreSucceeded(t, ns, restore, healTimeout)
 	v := rs.Status.Verification
 	if v == nil || !v.Passed || v.MembersVerified != 3 || rs.Status.RestoredRevision < b.Status.EtcdRevision {
