@@ -135,6 +135,10 @@ test-chaos: ## Run the chaos suite on the local cluster: every fault kind, 5 tim
 test-chaos-smoke: ## One run of each smoke chaos fault kind (what CI runs).
 	CHAOS_RUNS=1 hack/chaos.sh
 
+.PHONY: test-upgrade
+test-upgrade: ## Upgrade e2e on the local cluster: the previous release (hack/previous-release, built from git) with restores in flight, upgraded to the working tree's.
+	hack/upgrade-test.sh
+
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed).
 	hack/e2e.sh
