@@ -5,7 +5,8 @@
 #         (started by hack/objstores.sh; skipping them is an error), plus the e2e suite on the
 #         local Kubernetes cluster (hack/e2e.sh), plus one run of each chaos fault kind
 #         (hack/chaos.sh), plus one run of each end-to-end bench figure at 16 MiB
-#         (hack/bench-cluster.sh; results in .cache/bench/smoke.md, no target enforced), and
+#         (hack/bench-cluster.sh; results in .cache/bench/smoke.md, no target enforced), the
+#         upgrade test from the previous release (hack/upgrade-test.sh), and
 #         one run of the backup bench at 16 MiB (bench/snapshot; .cache/bench/backup-smoke.md).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mode="${1:-all}"
@@ -64,6 +65,8 @@ if [ "$mode" = all ]; then
     tail -n 20 "$CACHE_DIR/cert-manager-build.log" >&2 || true
   fi
   hack/e2e.sh || rc=$?
+  log "upgrade: the previous release with restores in flight, upgraded to this tree's (make test-upgrade)"
+  hack/upgrade-test.sh || rc=$?
   log "chaos smoke: one run of each smoke fault kind (make test-chaos runs every kind five times)"
   CHAOS_RUNS=1 hack/chaos.sh || rc=$?
   log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"

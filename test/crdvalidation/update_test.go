@@ -52,7 +52,7 @@ func TestUpdateRules(t *testing.T) {
 			mutate: set("r2", "spec", "bootstrap", "restore", "restoreName"), want: "bootstrap is immutable once set"},
 		{name: "add bootstrap to a running cluster", manifest: coreosCluster,
 			mutate: set(map[string]any{"restore": map[string]any{"source": map[string]any{"storageType": "S3", "s3": map[string]any{"path": "bkt/etcd.backup", "awsSecret": "aws"}}}}, "spec", "bootstrap"),
-			want: "bootstrap is set only when the cluster is created"},
+			want:   "bootstrap is set only when the cluster is created"},
 		{name: "remove bootstrap", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r1, seedMember: c-seed}}"), mutate: unset("spec", "bootstrap")},
 		{name: "change a backup's path", manifest: coreosBackupS3, mutate: set("other/etcd.backup", "spec", "s3", "path"), want: "an EtcdBackup's spec is immutable"},
 		{name: "make a backup periodic", manifest: coreosBackupS3, mutate: set(int64(60), "spec", "backupPolicy", "backupIntervalInSecond"), want: "an EtcdBackup's spec is immutable"},
