@@ -118,7 +118,8 @@ FUZZ_TARGETS := internal/kvhash:FuzzUserKey pkg/snapshot:FuzzClusterKey pkg/snap
 	pkg/backend/abs:FuzzParseABSSecret pkg/backend/gcs:FuzzParseGCPSecret \
 	internal/storage:FuzzLocationRoundTrip internal/storage:FuzzDecode \
 	internal/restoreseed:FuzzParseResult internal/restoreseed:FuzzResultEncode \
-	internal/restoreseed:FuzzRestoreArgs internal/restoreseed:FuzzParseRestoreArgs
+	internal/restoreseed:FuzzRestoreArgs internal/restoreseed:FuzzParseRestoreArgs \
+	pkg/capture:FuzzSegmentKey pkg/capture:FuzzParseSegmentKey pkg/capture:FuzzReader
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s)
