@@ -1,6 +1,7 @@
 package etcdrestore
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +15,9 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// TestCheckPodMemory: the check's memory is bounded by the members' limit, by 1 GiB when they
-// set none, and never below the members' request (a limit below it would be refused).
+// TestCheckPodMemory: the check's memory is bounded by the members' limit, by 1 GiB plus twice
+// the backup (its page cache) when they set none, and never below the members' request (a
+// limit below it would be refused).
 func TestCheckPodMemory(t *testing.T) {
 	r := &Reconciler{AgentImage: "etcd-operator:dev"}
 	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "rs-uid"}}
@@ -26,10 +28,15 @@ func TestCheckPodMemory(t *testing.T) {
 		want      string
 	}{
 		{"none", corev1.ResourceRequirements{}, "1Gi"},
+		{"none, 1 GiB backup", corev1.ResourceRequirements{}, "3Gi"},
 		{"member limit", corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}}, "3Gi"},
 		{"request above 1Gi", corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}, "2Gi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			rs.Status.BackupSize = 0
+			if strings.Contains(tc.name, "1 GiB backup") {
+				rs.Status.BackupSize = 1 << 30
+			}
 			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid"},
 				Spec: etcdv1beta2.ClusterSpec{Size: 3, Version: "3.6.16", Pod: &etcdv1beta2.PodPolicy{Resources: tc.resources}}}
 			pod, err := r.checkPod(rs, c, src)
