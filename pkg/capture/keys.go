@@ -99,7 +99,7 @@ func parseIdentity(s string) (snapshot.Identity, bool) {
 		return snapshot.Identity{}, false
 	}
 	ns, cluster, ok := cutLast(rest, '_')
-	if !ok || !isName(ns) || (cluster != snapshot.UnknownCluster && !isName(cluster)) {
+	if !ok || !snapshot.IsName(ns) || (cluster != snapshot.UnknownCluster && !snapshot.IsName(cluster)) {
 		return snapshot.Identity{}, false
 	}
 	id, err := strconv.ParseUint(hex, 16, 64)
@@ -111,7 +111,7 @@ func parseIdentity(s string) (snapshot.Identity, bool) {
 
 // validIdentity reports whether id can be written into a key and a segment header.
 func validIdentity(id snapshot.Identity) bool {
-	return isName(id.Namespace) && (id.Cluster == snapshot.UnknownCluster || isName(id.Cluster))
+	return snapshot.IsName(id.Namespace) && (id.Cluster == snapshot.UnknownCluster || snapshot.IsName(id.Cluster))
 }
 
 func parseRevision(s string) (int64, error) {
@@ -129,20 +129,3 @@ func cutLast(s string, sep byte) (string, string, bool) {
 	}
 	return s[:i], s[i+1:], true
 }
-
-// isName reports whether s can be a Kubernetes object name (a DNS-1123 subdomain): lowercase
-// alphanumerics, "-" and ".", starting and ending with an alphanumeric, at most 253 bytes. (The
-// rule snapshot's backup keys apply to the same fields.)
-func isName(s string) bool {
-	if s == "" || len(s) > 253 || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
-		return false
-	}
-	for i := range len(s) {
-		if c := s[i]; !isAlnum(c) && c != '-' && c != '.' {
-			return false
-		}
-	}
-	return true
-}
-
-func isAlnum(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }

@@ -104,3 +104,5 @@ func fuzzName(s string) string {
 	}
 	return string(append(append([]byte("a"), b[:min(len(b), 251)]...), 'z'))
 }
+
+func isAlnum(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }

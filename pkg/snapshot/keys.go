@@ -135,11 +135,11 @@ func cutIdentity(key string) (string, Identity, bool) {
 		return "", Identity{}, false
 	}
 	rest, cluster, ok := cutLast(rest)
-	if !ok || (cluster != UnknownCluster && !isName(cluster)) {
+	if !ok || (cluster != UnknownCluster && !IsName(cluster)) {
 		return "", Identity{}, false
 	}
 	rest, ns, ok := cutLast(rest)
-	if !ok || !isName(ns) {
+	if !ok || !IsName(ns) {
 		return "", Identity{}, false
 	}
 	id, err := strconv.ParseUint(hex, 16, 64)
@@ -158,9 +158,10 @@ func cutLast(s string) (string, string, bool) {
 	return s[:i], s[i+1:], true
 }
 
-// isName reports whether s can be a Kubernetes object name (a DNS-1123 subdomain): lowercase
-// alphanumerics, "-" and ".", starting and ending with an alphanumeric, at most 253 bytes.
-func isName(s string) bool {
+// IsName reports whether s can be a Kubernetes object name (a DNS-1123 subdomain): lowercase
+// alphanumerics, "-" and ".", starting and ending with an alphanumeric, at most 253 bytes. The
+// identity fields of backup keys and of pkg/capture's segment keys are checked with it.
+func IsName(s string) bool {
 	if s == "" || len(s) > 253 || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
 		return false
 	}
