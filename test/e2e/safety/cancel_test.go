@@ -10,9 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -33,13 +31,13 @@ import (
 // anything.)
 func TestCancelledRestoreKeepsTheReplacedVolumes(t *testing.T) {
 	f, ns, bucket := setup(t, "safety-cancel")
-	class := hostPathClass(t, f, "e2e-"+ns)
+	class := f.HostPathClass(t, "e2e-"+ns)
 	c := newCluster(ns, "demo", true)
 	c.Spec.Pod.PersistentVolumeClaimSpec.StorageClassName = &class.Name
 	f.Create(t, c)
 	f.WaitClusterAvailable(t, ns, "demo", 1, 3*time.Minute)
 	framework.PutDataset(t, f.EtcdClient(t, framework.ClientEndpoint(ns, "demo")), "/demo/", 0, keys)
-	backup := oneShotBackup(t, f, bucket, ns, "demo", "demo/etcd.backup")
+	backup := f.OneShotBackup(t, bucket, ns, "demo", "demo/etcd.backup", "creds")
 	old := memberVolumes(t, f, ns, "demo")
 	if len(old) == 0 {
 		t.Fatal("the cluster has no volumes")
@@ -119,19 +117,4 @@ func keptVolumes(t *testing.T, f *framework.Framework, want []corev1.PersistentV
 			t.Fatalf("volume %s is owned by EtcdRestore %s: deleting that record deletes it", now.Name, now.OwnerReferences[i].Name)
 		}
 	}
-}
-
-// hostPathClass creates a StorageClass name like the local cluster's default (the host-path
-// provisioner, immediate binding), deleted at the end of the test.
-func hostPathClass(t *testing.T, f *framework.Framework, name string) *storagev1.StorageClass {
-	t.Helper()
-	class := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       "kubernetes.io/host-path",
-		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
-	}
-	f.Create(t, class.DeepCopy())
-	t.Cleanup(func() { _ = f.Client.Delete(context.Background(), class.DeepCopy()) })
-	return class
 }

@@ -58,21 +58,6 @@ func checkKeys(t *testing.T, f *framework.Framework, ns, name, prefix string, n 
 	}
 }
 
-// oneShotBackup backs cluster name up to key in bucket through an EtcdBackup and waits for it.
-func oneShotBackup(t *testing.T, f *framework.Framework, b *framework.Bucket, ns, cluster, key string) *etcdv1beta2.EtcdBackup {
-	t.Helper()
-	name := cluster + "-backup-" + fmt.Sprint(time.Now().UnixNano()%100000)
-	f.Create(t, &etcdv1beta2.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: etcdv1beta2.BackupSpec{
-			EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: cluster},
-			StorageType:  b.Type,
-			BackupSource: b.Source(key, "creds"),
-		},
-	})
-	return f.WaitBackupCompleted(t, ns, name, 3*time.Minute)
-}
-
 // TestDrillNameCollisionLeavesVictimAlone is reproduction 1: a drill whose scratch name collides
 // with a live cluster fails with ClusterExists, and its cleanup after the TTL deletes nothing of
 // that cluster (it used to delete pod victim-0 by name).
@@ -82,7 +67,7 @@ func TestDrillNameCollisionLeavesVictimAlone(t *testing.T) {
 	f.Create(t, newCluster(ns, "victim", false))
 	f.WaitClusterAvailable(t, ns, "victim", 1, 3*time.Minute)
 	framework.PutDataset(t, f.EtcdClient(t, framework.ClientEndpoint(ns, "victim")), "/victim/", 0, keys)
-	backup := oneShotBackup(t, f, bucket, ns, "victim", "victim/etcd.backup")
+	backup := f.OneShotBackup(t, bucket, ns, "victim", "victim/etcd.backup", "creds")
 	victimPod := &corev1.Pod{}
 	if err := f.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "victim-0"}, victimPod); err != nil {
 		t.Fatal(err)
@@ -184,7 +169,7 @@ func TestInPlaceRestoreIsOwnedByTheCluster(t *testing.T) {
 	f.Create(t, newCluster(ns, "demo", true))
 	f.WaitClusterAvailable(t, ns, "demo", 1, 3*time.Minute)
 	framework.PutDataset(t, f.EtcdClient(t, framework.ClientEndpoint(ns, "demo")), "/demo/", 0, keys)
-	backup := oneShotBackup(t, f, bucket, ns, "demo", "demo/etcd.backup")
+	backup := f.OneShotBackup(t, bucket, ns, "demo", "demo/etcd.backup", "creds")
 
 	restore := func(name string) {
 		t.Helper()
@@ -287,7 +272,7 @@ func TestEmptyClusterBackupRestores(t *testing.T) {
 	f, ns, bucket := setup(t, "safety-empty")
 	f.Create(t, newCluster(ns, "empty", false))
 	f.WaitClusterAvailable(t, ns, "empty", 1, 3*time.Minute)
-	backup := oneShotBackup(t, f, bucket, ns, "empty", "empty/etcd.backup")
+	backup := f.OneShotBackup(t, bucket, ns, "empty", "empty/etcd.backup", "creds")
 	t.Logf("backup of the empty cluster: %d bytes at revision %d", backup.Status.Size, backup.Status.EtcdRevision)
 
 	f.Create(t, &etcdv1beta2.EtcdRestore{

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -53,38 +52,6 @@ func checkKeys(t *testing.T, f *framework.Framework, ns, name, prefix string, n 
 	if got, diffs := framework.CheckDataset(t, cli, prefix, n); len(diffs) > 0 {
 		t.Fatalf("EtcdCluster %s: %d keys under %s, differences: %v", name, got, prefix, diffs)
 	}
-}
-
-// oneShotBackup backs cluster up to key in bucket through an EtcdBackup and waits for it.
-func oneShotBackup(t *testing.T, f *framework.Framework, b *framework.Bucket, ns, cluster, key string) *etcdv1beta2.EtcdBackup {
-	t.Helper()
-	name := cluster + "-backup"
-	f.Create(t, &etcdv1beta2.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: etcdv1beta2.BackupSpec{
-			EtcdCluster:  &etcdv1beta2.EtcdClusterRef{Name: cluster},
-			StorageType:  b.Type,
-			BackupSource: b.Source(key, "creds"),
-		},
-	})
-	return f.WaitBackupCompleted(t, ns, name, 3*time.Minute)
-}
-
-// hostPathClass creates a StorageClass like the local cluster's default (the host-path
-// provisioner, immediate binding), deleted at the end of the test.
-func hostPathClass(t *testing.T, f *framework.Framework, name string) *storagev1.StorageClass {
-	t.Helper()
-	class := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       "kubernetes.io/host-path",
-		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
-	}
-	f.Create(t, class.DeepCopy())
-	t.Cleanup(func() {
-		_ = f.Client.Delete(context.Background(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
-	return class
 }
 
 // replaceClass deletes StorageClass class.Name and creates it again as class (its fields are

@@ -76,7 +76,7 @@ func TestUpgradeWithRestoresInFlight(t *testing.T) {
 	ns := f.CreateNamespace(t, "upgrade")
 	bucket := framework.ObjectStores(t).NewBucket(t, etcdv1beta2.BackupStorageTypeS3)
 	bucket.CreateSecret(t, f, ns, "creds")
-	class := hostPathClass(t, f, "e2e-"+ns)
+	class := f.HostPathClass(t, "e2e-"+ns)
 	f.Create(t, newCluster(ns, "done", nil))
 	f.Create(t, newCluster(ns, "inflight", &class.Name))
 	backups := map[string]*etcdv1beta2.EtcdBackup{}
@@ -84,7 +84,7 @@ func TestUpgradeWithRestoresInFlight(t *testing.T) {
 		f.WaitClusterAvailable(t, ns, name, 3, 4*time.Minute)
 		cli := f.EtcdClient(t, framework.ClientEndpoint(ns, name))
 		framework.PutDataset(t, cli, "/"+name+"/", 0, keys)
-		backups[name] = oneShotBackup(t, f, bucket, ns, name, name+"/etcd.backup")
+		backups[name] = f.OneShotBackup(t, bucket, ns, name, name+"/etcd.backup", "creds")
 		framework.PutDataset(t, cli, "/"+name+"/", keys, keys+extraKeys)
 	}
 	inflightBefore, err := f.GetCluster(t.Context(), ns, "inflight")
