@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +26,12 @@ import (
 //	                                                AnnotationRetainedBy / AnnotationRestoreUID;
 //	                                                the restore waits for it before it deletes
 //	                                                the cluster, so the garbage collector never
-//	                                                takes them
+//	                                                takes them; then the etcd operator stops
+//	                                                the members of a cluster on volumes at once
+//	                                                and holds it until it is deleted
+//	that EtcdRestore gone, deleted or failed     -> CancelMark, then ReadoptVolumes: the
+//	while the old cluster still exists              replacement is off, the cluster gets its
+//	                                                volumes back and runs on
 //	AnnotationReleaseRetained on the new cluster -> ReleaseVolumes, once its restore verified
 //	                                                it: the volumes retained for it are deleted
 //	the old cluster deleted, its pods stuck       -> ForceDeleteStuck, only with the person's
@@ -34,13 +40,86 @@ import (
 // Nothing else deletes a retained volume: if the restore fails or its EtcdRestore is deleted
 // first, they stay (docs/restore.md, "Retained volumes").
 
+// cancelledMark prefixes the UID in AnnotationReplacedBy once the etcd operator found the
+// EtcdRestore that set it gone, being deleted, of another UID or failed while the cluster still
+// existed: that replacement is off. The restore operator deletes a cluster only while the mark
+// is its own UID, read fresh, with the cluster's resourceVersion as a precondition; the mark is
+// cancelled before any volume is given back, so a cluster getting its volumes back is never
+// deleted with them.
+const cancelledMark = "cancelled:"
+
+// Replacing returns the UID and name (empty in marks of early releases) of the EtcdRestore
+// whose mark on c stands: c is to be replaced in place by it.
+func Replacing(c *etcdv1beta2.EtcdCluster) (uid, name string, ok bool) {
+	uid, name = c.Annotations[etcdv1beta2.AnnotationReplacedBy], c.Annotations[etcdv1beta2.AnnotationReplacedByName]
+	if uid == "" || strings.HasPrefix(uid, cancelledMark) {
+		return "", "", false
+	}
+	return uid, name, true
+}
+
+// Cancelled returns the UID of the EtcdRestore whose mark on c was cancelled (CancelMark).
+func Cancelled(c *etcdv1beta2.EtcdCluster) (uid string, ok bool) {
+	return strings.CutPrefix(c.Annotations[etcdv1beta2.AnnotationReplacedBy], cancelledMark)
+}
+
+// CancelMark cancels the standing mark on c (see cancelledMark), with an optimistic lock;
+// c is updated.
+func CancelMark(ctx context.Context, w client.Writer, c *etcdv1beta2.EtcdCluster) error {
+	uid, _, ok := Replacing(c)
+	if !ok {
+		return nil
+	}
+	before := c.DeepCopy()
+	c.Annotations[etcdv1beta2.AnnotationReplacedBy] = cancelledMark + uid
+	if err := w.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("cancelling the replacement of %s: %w", klog.KObj(c), err)
+	}
+	return nil
+}
+
+// ReadoptVolumes gives c back, once the mark of the EtcdRestore uid on it is cancelled, the
+// volumes retained for that restore: labelled for c, owned by nothing, AnnotationRestoreUID
+// equal to uid. Each gets c's controller reference again and loses AnnotationRetainedBy and
+// AnnotationRestoreUID, patched with an optimistic lock. It lists around the cache (r); then
+// the marks go from c (the force-delete opt-in with them). It returns the volumes given back.
+func ReadoptVolumes(ctx context.Context, w client.Writer, r client.Reader, c *etcdv1beta2.EtcdCluster, uid string) ([]string, error) {
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
+		return nil, fmt.Errorf("listing the volumes retained from %s: %w", klog.KObj(c), err)
+	}
+	var back []string
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		if pvc.DeletionTimestamp != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != uid {
+			continue
+		}
+		before := pvc.DeepCopy()
+		pvc.OwnerReferences = append(pvc.OwnerReferences, *metav1.NewControllerRef(c, etcdv1beta2.GroupVersion.WithKind("EtcdCluster")))
+		delete(pvc.Annotations, etcdv1beta2.AnnotationRetainedBy)
+		delete(pvc.Annotations, etcdv1beta2.AnnotationRestoreUID)
+		if err := w.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return back, fmt.Errorf("giving volume %s back to %s: %w", pvc.Name, klog.KObj(c), err)
+		}
+		back = append(back, pvc.Name)
+	}
+	before := c.DeepCopy()
+	for _, k := range []string{etcdv1beta2.AnnotationReplacedBy, etcdv1beta2.AnnotationReplacedByName, etcdv1beta2.AnnotationForceDeleteStuckPods} {
+		delete(c.Annotations, k)
+	}
+	if err := w.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return back, fmt.Errorf("removing the cancelled replacement's marks from %s: %w", klog.KObj(c), err)
+	}
+	return back, nil
+}
+
 // RetainVolumes retains, for the EtcdRestore that c's AnnotationReplacedBy and
 // AnnotationReplacedByName name, every volume c controls: c's controller reference removed,
 // AnnotationRetainedBy and AnnotationRestoreUID added (labels stay), each patched with an
 // optimistic lock. It lists around the cache (r) and returns the volumes it retained now.
 func RetainVolumes(ctx context.Context, w client.Writer, r client.Reader, c *etcdv1beta2.EtcdCluster) ([]*corev1.PersistentVolumeClaim, error) {
-	uid, name := c.Annotations[etcdv1beta2.AnnotationReplacedBy], c.Annotations[etcdv1beta2.AnnotationReplacedByName]
-	if uid == "" || name == "" {
+	uid, name, ok := Replacing(c)
+	if !ok || name == "" {
 		return nil, nil
 	}
 	pvcs := &corev1.PersistentVolumeClaimList{}
@@ -133,4 +212,39 @@ func ForceDeleteStuck(ctx context.Context, w client.Writer, c *etcdv1beta2.EtcdC
 		deleted = append(deleted, p)
 	}
 	return deleted, next, nil
+}
+
+// ReplacedGracePeriod is how long, in seconds, the member pods of a cluster replaced by an
+// in-place restore get to stop. Their data is either on the volumes the restore keeps (etcd is
+// crash-safe) or about to be gone with the pods; a graceful etcd stop would only try, for up to
+// about 7 s, to hand leadership to members that are stopping too.
+const ReplacedGracePeriod = 1
+
+// Stopping reports whether p is being deleted with a grace period of at most
+// ReplacedGracePeriod: the etcd operator stops the members of a replaced cluster so, and the
+// restore waits for that before it deletes the cluster.
+func Stopping(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds <= ReplacedGracePeriod
+}
+
+// StopMembers deletes the member pods c controls (by UID, each with a UID precondition) with
+// ReplacedGracePeriod, but for those already Stopping. It lists through r and returns c's
+// member pods.
+func StopMembers(ctx context.Context, w client.Writer, r client.Reader, c *etcdv1beta2.EtcdCluster) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
+		return nil, fmt.Errorf("listing the pods of the replaced %s: %w", klog.KObj(c), err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !metav1.IsControlledBy(p, c) || Stopping(p) {
+			continue
+		}
+		uid := p.UID
+		err := w.Delete(ctx, p, client.GracePeriodSeconds(ReplacedGracePeriod), client.Preconditions{UID: &uid})
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("stopping pod %s of the replaced %s: %w", p.Name, klog.KObj(c), err)
+		}
+	}
+	return pods.Items, nil
 }

@@ -153,7 +153,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile moves one EtcdCluster at most one member step toward its spec:
 //  1. Get the cluster; gone -> drop its metrics, done. Being deleted -> done (owner references
 //     let the garbage collector delete pods, volumes, Services and the PodDisruptionBudget),
-//     after stopping the member pods at once when an in-place restore replaces it.
+//     after stopping the member pods at once when an in-place restore replaces it. Marked
+//     for an in-place restore: its side of that (holdReplaced), which may end the pass.
 //  2. Defer the single status patch; observedGeneration only when the pass succeeded, Ready
 //     (with Reconciling or Stalled) from what the pass wrote.
 //  3. Unless paused: ensure the headless peer Service and the client Service (a foreign one
@@ -190,9 +191,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	// An in-place restore is about to delete c: its volumes are kept for that restore first
-	// (it waits for that). c is otherwise cared for as usual until it is deleted.
-	if err := r.retainReplaced(ctx, c); err != nil {
-		return ctrl.Result{}, err
+	// (it waits for that), then its members on volumes are stopped and it is held until it is
+	// deleted; a restore gone or failed before that gives c its volumes back.
+	if held, wait, err := r.holdReplaced(ctx, c); err != nil || held {
+		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	before := c.DeepCopy()
 	defer func() {

@@ -3,51 +3,89 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// replacedGracePeriod is how long the pods of a cluster replaced by an in-place restore get to
-// stop. Their data is either on the volumes the restore keeps (etcd is crash-safe) or about to
-// be gone with the pods; a graceful etcd stop would only try, for up to about 7 s, to hand
-// leadership to members that are stopping too.
-const replacedGracePeriod = 1
+// heldRecheck is how often a cluster held for the restore replacing it looks again whether
+// that restore still stands (the etcd operator does not watch EtcdRestores).
+const heldRecheck = 5 * time.Second
+
+// holdReplaced carries out the etcd operator's side of an in-place restore for a cluster the
+// restore marked (AnnotationReplacedBy) and has not deleted yet:
+//   - the mark stands and its EtcdRestore, read around the cache, is there, not being
+//     deleted and not failed: c's volumes are retained for it (the restore waits for that);
+//     then a cluster on volumes has its member pods stopped at once (restoreboot.ReplacedGracePeriod) and
+//     is held, no member step, until the restore deletes it (the restore waits for the stop:
+//     the garbage collector would give each pod its own grace period, and the leader about
+//     7 s of handing leadership to members that stop too). A cluster whose data lives in its
+//     pods (emptyDir) runs on until it is deleted: stopping it before its deletion is certain
+//     could lose its only data;
+//   - that EtcdRestore is gone, being deleted, of another UID or failed: the replacement is
+//     off. The mark is cancelled first (the restore deletes only a cluster its own mark
+//     stands on, with a resourceVersion precondition), then c gets its retained volumes back
+//     and the marks go (restoreboot.ReadoptVolumes); the pass goes on, and members stopped
+//     for the restore are recreated on their volumes.
+//
+// It reports whether the pass ends here, and when to look again.
+func (r *Reconciler) holdReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluster) (bool, time.Duration, error) {
+	if uid, ok := restoreboot.Cancelled(c); ok {
+		back, err := restoreboot.ReadoptVolumes(ctx, r.Client, r.APIReader, c, uid)
+		if err != nil {
+			return true, 0, err
+		}
+		r.event(c, corev1.EventTypeWarning, "ReplacementCancelled", fmt.Sprintf("The EtcdRestore that was to replace this cluster in place (%s) is gone, deleted or failed: the cluster runs on with its volumes (%s given back)", c.Annotations[etcdv1beta2.AnnotationReplacedByName], strings.Join(back, ", ")))
+		return true, requeueAfterChange, nil
+	}
+	uid, name, ok := restoreboot.Replacing(c)
+	if !ok || name == "" {
+		return false, 0, nil
+	}
+	rs := &etcdv1beta2.EtcdRestore{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, rs)
+	if client.IgnoreNotFound(err) != nil {
+		return true, 0, fmt.Errorf("reading EtcdRestore %s, which replaces %s: %w", name, klog.KObj(c), err)
+	}
+	if err != nil || string(rs.UID) != uid || rs.DeletionTimestamp != nil || rs.Status.Phase == etcdv1beta2.RestorePhaseFailed {
+		return true, requeueAfterChange, restoreboot.CancelMark(ctx, r.Client, c)
+	}
+	if err := r.retainReplaced(ctx, c); err != nil {
+		return true, 0, err
+	}
+	if !usesPVC(c) {
+		return false, 0, nil
+	}
+	if _, err := restoreboot.StopMembers(ctx, r.Client, r.Client, c); err != nil {
+		return true, 0, err
+	}
+	return true, heldRecheck, nil
+}
 
 // stopReplaced, for a cluster being deleted that an EtcdRestore replaces in place
 // (AnnotationReplacedBy), retains its volumes if they are not yet (the restore waits for that
 // before it deletes the cluster; this is the second line) and deletes its member pods with a
-// short grace period; the garbage collector would delete them with their own. Pods that stay
-// Terminating are force-deleted only with the person's opt-in (forceDeleteStuck). Only pods c
-// controls (by UID), each with a UID precondition. Nothing else of a deleted cluster is
-// touched. It reports when to look again (0: nothing left to do).
+// short grace period (a cluster on volumes had them stopped before its deletion; emptyDir ones
+// now); the garbage collector would delete them with their own. Pods that stay Terminating are
+// force-deleted only with the person's opt-in (forceDeleteStuck). Nothing else of a deleted
+// cluster is touched. It reports when to look again (0: nothing left to do).
 func (r *Reconciler) stopReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluster) (time.Duration, error) {
-	if c.Annotations[etcdv1beta2.AnnotationReplacedBy] == "" {
+	if _, _, ok := restoreboot.Replacing(c); !ok {
 		return 0, nil
 	}
 	if err := r.retainReplaced(ctx, c); err != nil {
 		return 0, err
 	}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
-		return 0, fmt.Errorf("listing the pods of the replaced %s: %w", klog.KObj(c), err)
+	pods, err := restoreboot.StopMembers(ctx, r.Client, r.Client, c)
+	if err != nil {
+		return 0, err
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if !controlledBy(p, c) || (p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds <= replacedGracePeriod) {
-			continue
-		}
-		uid := p.UID
-		err := r.Delete(ctx, p, client.GracePeriodSeconds(replacedGracePeriod), client.Preconditions{UID: &uid})
-		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return 0, fmt.Errorf("stopping pod %s of the replaced %s: %w", p.Name, klog.KObj(c), err)
-		}
-	}
-	return r.forceDeleteStuck(ctx, c, pods.Items)
+	return r.forceDeleteStuck(ctx, c, pods)
 }

@@ -43,6 +43,18 @@ func memberVolume(t *testing.T, c *etcdv1beta2.EtcdCluster, name string, control
 	return pvc
 }
 
+// replacingRestore creates the EtcdRestore name in ns, which the tests mark clusters as
+// replaced by (the etcd operator reads it to know the replacement stands), and returns its UID.
+func replacingRestore(t *testing.T, ns, name string) string {
+	t.Helper()
+	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: etcdv1beta2.RestoreSpec{
+		EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "c"}, BackupRef: &etcdv1beta2.LocalObjectReference{Name: "b"}}}
+	if err := k8s.Create(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
+	return string(rs.UID)
+}
+
 func getVolume(t *testing.T, ns, name string) (*corev1.PersistentVolumeClaim, error) {
 	t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -76,8 +88,9 @@ func TestReplacedClusterVolumesAreRetained(t *testing.T) {
 		return nil
 	}))
 
+	r1 := replacingRestore(t, ns, "r1")
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
-		c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "uid-of-r1", etcdv1beta2.AnnotationReplacedByName: "r1"}
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: r1, etcdv1beta2.AnnotationReplacedByName: "r1"}
 	})
 	retained := func() error {
 		for _, n := range []string{"c-0", "c-1"} {
@@ -85,7 +98,7 @@ func TestReplacedClusterVolumesAreRetained(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if len(pvc.OwnerReferences) != 0 || pvc.Annotations[etcdv1beta2.AnnotationRetainedBy] != "r1" || pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != "uid-of-r1" {
+			if len(pvc.OwnerReferences) != 0 || pvc.Annotations[etcdv1beta2.AnnotationRetainedBy] != "r1" || pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != r1 {
 				return fmt.Errorf("volume %s owners %v annotations %v", n, pvc.OwnerReferences, pvc.Annotations)
 			}
 		}
@@ -176,7 +189,7 @@ func TestStuckPodsOfAReplacedClusterForceDeletedOnlyOnRequest(t *testing.T) {
 	ns := namespace(t, "nokubelet-stuck")
 	c := newCluster(ns, "c", 1)
 	c.Finalizers = []string{"test.etcd.database.coreos.com/hold"}
-	c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "uid-of-r1", etcdv1beta2.AnnotationReplacedByName: "r1"}
+	c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: replacingRestore(t, ns, "r1"), etcdv1beta2.AnnotationReplacedByName: "r1"}
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -291,21 +304,111 @@ func TestPassOfALeavingClusterIsAbandoned(t *testing.T) {
 		}
 		return nil
 	}))
+	r1 := replacingRestore(t, ns, "r1")
 	marked := time.Now()
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
-		c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "uid-of-r1", etcdv1beta2.AnnotationReplacedByName: "r1"}
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: r1, etcdv1beta2.AnnotationReplacedByName: "r1"}
 	})
 	testutil.Eventually(t, hangCap/2, "the volume retained without waiting for the hung request", testutil.NoError(func() error {
 		pvc, err := getVolume(t, ns, "c-0")
 		if err != nil {
 			return err
 		}
-		if pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != "uid-of-r1" {
+		if pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != r1 {
 			return fmt.Errorf("not retained yet: %v", pvc.Annotations)
 		}
 		return nil
 	}))
 	if took := time.Since(marked); took > 5*time.Second {
 		t.Fatalf("retained %s after the mark: the hung pass was not abandoned", took)
+	}
+}
+
+// TestReplacedClusterOnVolumesStoppedBeforeItsDeletion: once the etcd operator has retained the
+// volumes of a cluster on volumes that a standing EtcdRestore marked, it stops the member pods
+// at once (a one-second grace period: the garbage collector would give each its own, and the
+// leader would spend about 7 s handing leadership to members that stop too) before the restore
+// deletes the cluster, and holds it: no pod is made again. A stranger's pod is not touched.
+// When the restore is then deleted, or fails, before the cluster is, the replacement is off:
+// the mark is cancelled, the volumes are given back (the cluster controls them again, the
+// retained marks gone) and the marks leave the cluster.
+func TestReplacedClusterOnVolumesStoppedBeforeItsDeletion(t *testing.T) {
+	ctx := context.Background()
+	for _, cancel := range []string{"deleted", "failed"} {
+		t.Run(cancel, func(t *testing.T) {
+			ns := namespace(t, "nokubelet-prestop")
+			c := withPVC(newCluster(ns, "c", 1))
+			if err := k8s.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			memberVolume(t, c, "c-0", true, nil)
+			own := member.NewPod(c, "c-0", "3.6.16", "new", "")
+			if err := controllerutil.SetControllerReference(c, own, k8s.Scheme()); err != nil {
+				t.Fatal(err)
+			}
+			own.Spec.NodeName = "node-a" // scheduled: its deletion waits for a kubelet
+			stranger := member.NewPod(c, "c-7", "3.6.16", "new", "")
+			stranger.Spec.NodeName = "node-a"
+			for _, p := range []*corev1.Pod{own, stranger} {
+				if err := k8s.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r1 := replacingRestore(t, ns, "r1")
+			updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+				c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: r1, etcdv1beta2.AnnotationReplacedByName: "r1"}
+			})
+			stopped := func() error {
+				p := &corev1.Pod{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(own), p); err != nil {
+					return err
+				}
+				if p.UID != own.UID || p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 1 {
+					return fmt.Errorf("member pod %s deletion %v grace %v", p.UID, p.DeletionTimestamp, p.DeletionGracePeriodSeconds)
+				}
+				if pvc, err := getVolume(t, ns, "c-0"); err != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != r1 {
+					return fmt.Errorf("volume not retained for r1: %v", err)
+				}
+				s := &corev1.Pod{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(stranger), s); err != nil || s.DeletionTimestamp != nil {
+					return fmt.Errorf("the stranger's pod was touched: %w", err)
+				}
+				if cur := getCluster(t, ns, "c"); cur.DeletionTimestamp != nil {
+					return errors.New("the cluster is being deleted")
+				}
+				return nil
+			}
+			testutil.Eventually(t, testutil.Timeout, "members stopped before the cluster's deletion", testutil.NoError(stopped))
+			testutil.Consistently(t, 3*time.Second, "held: stopped, nothing made again", testutil.NoError(stopped))
+
+			rs := &etcdv1beta2.EtcdRestore{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r1"}, rs); err != nil {
+				t.Fatal(err)
+			}
+			if cancel == "deleted" {
+				if err := k8s.Delete(ctx, rs); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				rs.Status.Phase = etcdv1beta2.RestorePhaseFailed
+				if err := k8s.Status().Update(ctx, rs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			testutil.Eventually(t, testutil.Timeout, "the volume given back and the marks gone", testutil.NoError(func() error {
+				cur := getCluster(t, ns, "c")
+				pvc, err := getVolume(t, ns, "c-0")
+				if err != nil {
+					return err
+				}
+				if !metav1.IsControlledBy(pvc, cur) || pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != "" || pvc.Annotations[etcdv1beta2.AnnotationRetainedBy] != "" {
+					return fmt.Errorf("volume owners %v annotations %v", pvc.OwnerReferences, pvc.Annotations)
+				}
+				if len(cur.Annotations) != 0 {
+					return fmt.Errorf("cluster annotations %v", cur.Annotations)
+				}
+				return nil
+			}))
+		})
 	}
 }

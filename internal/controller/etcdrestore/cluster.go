@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
@@ -31,7 +33,7 @@ type template struct {
 func templateOf(c *etcdv1beta2.EtcdCluster) *template {
 	t := &template{Labels: c.Labels, Annotations: map[string]string{}, Spec: *c.Spec.DeepCopy()}
 	for k, v := range c.Annotations {
-		if k != corev1.LastAppliedConfigAnnotation && k != etcdv1beta2.AnnotationRestoreUID && k != etcdv1beta2.AnnotationReplacedBy {
+		if k != corev1.LastAppliedConfigAnnotation && k != etcdv1beta2.AnnotationRestoreUID && k != etcdv1beta2.AnnotationReplacedBy && k != etcdv1beta2.AnnotationReplacedByName {
 			t.Annotations[k] = v
 		}
 	}
@@ -155,8 +157,23 @@ func (r *Reconciler) replace(ctx context.Context, rs *etcdv1beta2.EtcdRestore, c
 	if err := r.recordRetained(ctx, rs); err != nil {
 		return err
 	}
-	uid := c.UID
-	err := r.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
+	// Deleted only as read now, with the mark still rs's: the etcd operator cancels the mark of
+	// a restore it finds gone or failed before it gives the cluster its volumes back.
+	fresh := &etcdv1beta2.EtcdCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), fresh); err != nil {
+		return fmt.Errorf("reading EtcdCluster %s before deleting it: %w", c.Name, err)
+	}
+	if uid, _, ok := restoreboot.Replacing(fresh); !ok || uid != string(rs.UID) || fresh.UID != c.UID {
+		return errWait{"EtcdCluster " + c.Name + " is no longer marked as replaced by this restore"}
+	}
+	if running, err := r.runningMembers(ctx, fresh); err != nil || len(running) > 0 {
+		if err != nil {
+			return err
+		}
+		return errWait{fmt.Sprintf("waiting for the etcd operator to stop the members of EtcdCluster %s (%s) before deleting it", c.Name, strings.Join(running, ", "))}
+	}
+	uid, rv := fresh.UID, fresh.ResourceVersion
+	err := r.Delete(ctx, fresh, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting EtcdCluster %s to replace it: %w", c.Name, err)
 	}
@@ -194,6 +211,29 @@ func (r *Reconciler) annotate(ctx context.Context, c *etcdv1beta2.EtcdCluster, w
 	}
 	c.Annotations, c.ResourceVersion = patch.Annotations, patch.ResourceVersion
 	return nil
+}
+
+// runningMembers lists, for a cluster on volumes, the member pods c controls that the etcd
+// operator has not stopped yet (restoreboot.Stopping): it stops them at once once their volumes
+// are retained, where the garbage collector would give each its own grace period. Pods stuck
+// Terminating count as stopped here; stuckPods reports them once c is deleted. A cluster whose
+// data lives in its pods is stopped only once deleted: nothing to wait for.
+func (r *Reconciler) runningMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster) ([]string, error) {
+	if c.Spec.Pod == nil || c.Spec.Pod.PersistentVolumeClaimSpec == nil {
+		return nil, nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{member.LabelCluster: c.Name}); err != nil {
+		return nil, fmt.Errorf("listing the pods of EtcdCluster %s: %w", c.Name, err)
+	}
+	var running []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if controlledBy(p, c.UID) && !restoreboot.Stopping(p) {
+			running = append(running, p.Name)
+		}
+	}
+	return running, nil
 }
 
 // stillControlled lists the volumes c still controls, read around the cache.

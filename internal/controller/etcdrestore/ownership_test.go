@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -23,9 +24,11 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 	ns := namespace(t)
 	s := newStore(t, ns)
 	old := pvcClusterWithVolumes(t, ns, "prod", 3)
-	var oldPods []*corev1.Pod
 	for i := range 3 {
-		oldPods = append(oldPods, memberPod(t, old, fmt.Sprintf("prod-%d", i)))
+		pod := member.NewPod(old, fmt.Sprintf("prod-%d", i), old.Spec.Version, "new", "")
+		pod.OwnerReferences = []metav1.OwnerReference{controllerRef(old)}
+		pod.Spec.NodeName = "node-a" // scheduled: its deletion shows its grace period (no kubelet here)
+		create(t, pod)
 	}
 	// A stranger's pod with the cluster's labels: never touched, and the seed goes above it.
 	stray := &corev1.Pod{
@@ -43,15 +46,18 @@ func TestInPlaceRestoreOwnership(t *testing.T) {
 		return err == nil && c.DeletionTimestamp != nil, fmt.Sprint(err)
 	})
 	rs = getRestore(t, ns, "prod")
-	// Its operator stops the old members at once (a short grace period, not their own 30 s);
-	// the restore deletes no pod itself.
+	// Its operator stopped the old members at once (a short grace period, not their own 30 s)
+	// before the deletion; the stranger's pod is untouched.
 	if c, err := getCluster(t, ns, "prod"); err != nil || c.Annotations[etcdv1beta2.AnnotationReplacedBy] != string(rs.UID) {
 		t.Fatalf("the old cluster is not marked replaced by the restore: %v", err)
 	}
-	for _, p := range append(oldPods, stray) {
-		if got, err := getPod(t, ns, p.Name); gone(err, got) {
-			t.Fatalf("the restore deleted pod %s: %v", p.Name, err)
+	for i := range 3 {
+		if p, err := getPod(t, ns, fmt.Sprintf("prod-%d", i)); err != nil || !restoreboot.Stopping(p) {
+			t.Fatalf("old member pod prod-%d not stopped with the short grace period: %v", i, err)
 		}
+	}
+	if got, err := getPod(t, ns, stray.Name); gone(err, got) {
+		t.Fatalf("the stranger's pod %s was deleted: %v", stray.Name, err)
 	}
 	for i := range 3 {
 		pvc, err := getPVC(t, ns, fmt.Sprintf("prod-%d", i))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -138,5 +139,45 @@ func TestRetryReusesTheSavedTemplate(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(getRestore(t, ns, "retry").Status.Conditions, etcdv1beta2.RestoreConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
 		t.Fatalf("retry failed: %s", c.Message)
+	}
+}
+
+// TestOldClusterDeletedOnlyOnceItsMembersStopped: an in-place restore of a cluster on volumes
+// deletes it only once the etcd operator has stopped its members with the one-second grace
+// period (after retaining its volumes): deleted by the garbage collector, each pod would get
+// its own grace period and the leader would spend about 7 s handing leadership to members that
+// stop too. Until then the restore says what it waits for and the cluster stays.
+func TestOldClusterDeletedOnlyOnceItsMembersStopped(t *testing.T) {
+	ns := namespace(t)
+	holdMembers.Store(ns, true)
+	s := newStore(t, ns)
+	old := pvcClusterWithVolumes(t, ns, "prod", 3)
+	for _, name := range []string{"prod-0", "prod-1", "prod-2"} {
+		pod := member.NewPod(old, name, old.Spec.Version, "new", "")
+		pod.OwnerReferences = []metav1.OwnerReference{controllerRef(old)}
+		pod.Spec.NodeName = "node-a" // scheduled: a deletion waits for a kubelet (none here)
+		create(t, pod)
+	}
+	create(t, s.restore(ns, "prod", "prod", "etcd.backup"))
+	checkPasses(t, ns, "prod", restoredOK)
+	waitProgress(t, ns, "prod", "waiting for the etcd operator to stop the members of EtcdCluster prod (prod-0, prod-1, prod-2)")
+	testutil.Consistently(t, 2*time.Second, "the old cluster stays while its members run", func() (bool, string) {
+		c, err := getCluster(t, ns, "prod")
+		return err == nil && c.UID == old.UID && c.DeletionTimestamp == nil, fmt.Sprint(err)
+	})
+
+	holdMembers.Delete(ns)
+	testutil.Eventually(t, testutil.Timeout, "old cluster deleted", func() (bool, string) {
+		c, err := getCluster(t, ns, "prod")
+		return apierrors.IsNotFound(err) || (err == nil && c.UID == old.UID && c.DeletionTimestamp != nil), fmt.Sprint(err)
+	})
+	for _, name := range []string{"prod-0", "prod-1", "prod-2"} {
+		p, err := getPod(t, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != 1 {
+			t.Errorf("pod %s: deletion grace period %v, want 1 s", name, p.DeletionGracePeriodSeconds)
+		}
 	}
 }

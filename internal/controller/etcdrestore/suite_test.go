@@ -64,10 +64,14 @@ func TestMain(m *testing.M) {
 	}))
 }
 
+// holdMembers holds the namespaces in which etcdOperatorVolumes does not stop the members of a
+// cluster marked replaced (an etcd operator that has not got to it yet).
+var holdMembers sync.Map
+
 // etcdOperatorVolumes plays the etcd operator's part of an in-place restore, with its own code
-// (internal/restoreboot): the volumes of a cluster marked replaced are retained, those of a
-// cluster marked verified are released, and the stuck pods of a deleted replaced cluster are
-// force-deleted on request. The tests play the rest of the etcd operator by hand.
+// (internal/restoreboot): the volumes of a cluster marked replaced are retained and, on
+// volumes, its members stopped (unless holdMembers), those of a cluster marked verified are
+// released, and the stuck pods of a deleted replaced cluster are force-deleted on request. The tests play the rest of the etcd operator by hand.
 func etcdOperatorVolumes(ctx context.Context, c client.Client) {
 	for {
 		select {
@@ -82,6 +86,11 @@ func etcdOperatorVolumes(ctx context.Context, c client.Client) {
 		for i := range list.Items {
 			cl := &list.Items[i]
 			_, _ = restoreboot.RetainVolumes(ctx, c, c, cl)
+			if _, _, replacing := restoreboot.Replacing(cl); replacing && cl.Spec.Pod != nil && cl.Spec.Pod.PersistentVolumeClaimSpec != nil {
+				if _, held := holdMembers.Load(cl.Namespace); !held {
+					_, _ = restoreboot.StopMembers(ctx, c, c, cl)
+				}
+			}
 			_, _ = restoreboot.ReleaseVolumes(ctx, c, c, cl)
 			if cl.DeletionTimestamp != nil {
 				pods := &corev1.PodList{}
