@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,6 +146,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 	manual := "manual chain: download + etcdutl snapshot restore + start one etcd"
 	var manualSecs []float64
 	for i := range rep.Runs {
+		flush(t)
 		manualSecs = append(manualSecs, manualChain(t, bucket, object, i))
 	}
 	rep.add(figure{Name: manual, Size: label, Values: manualSecs})
@@ -152,6 +154,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 	var newSecs, inPlaceSecs []float64
 	for i := range rep.Runs {
 		name := fmt.Sprintf("new-%d", i)
+		flush(t)
 		f.Create(t, &etcdv1beta2.EtcdRestore{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: etcdv1beta2.RestoreSpec{
@@ -171,6 +174,7 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 		Miss: "the manual chain restores one member; the restore makes three, and on this single node their restore steps share one disk and 2 cores, each making five passes over the data (download with sha256, snapshot status, snapshot restore read and write, hashkv). On top, a fixed part of about 5 s: pods with volumes provisioned and two init containers each, the three members started and a leader elected, the etcd operator's takeover, every member verified over the network; the local kubelet sometimes mounts a pod's volumes seconds late (`PVC is not bound`, `failed to sync secret cache`). What would close it: members on separate nodes (each restores on its own disk, at once), skipping hashkv on all but one member, and a restore that writes the database once instead of downloading it first."})
 	for i := range rep.Runs {
 		name := fmt.Sprintf("in-place-%d", i)
+		flush(t)
 		f.Create(t, &etcdv1beta2.EtcdRestore{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec:       etcdv1beta2.RestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "src"}, BackupRef: &etcdv1beta2.LocalObjectReference{Name: backupName}},
@@ -181,6 +185,19 @@ func benchRestore(t *testing.T, f *framework.Framework, rep *report, size int64)
 		t.Logf("%s: restore in place (%s): %s", label, name, rs.Status.Duration.Duration)
 	}
 	rep.add(figure{Name: "restore in place, 3 verified members", Size: label, Values: inPlaceSecs, Baseline: manual})
+}
+
+// flush writes the machine's dirty pages out before a timed figure (the local cluster's nodes
+// share this kernel), so that no figure pays for the writeback of what came before it (the
+// fill leaves three members' databases and logs). At 1 GiB a restore is bound by the disk's
+// writes (each member writes the download and the restored database: 7 GiB for three), and
+// its figure varies from run to run with the virtual disk (members' part 15 to 32 s in the
+// runs of 2026-11-27); dropping the page cache as well made every figure slower (the backup
+// read from disk) without making them steadier, so it is not done.
+func flush(t *testing.T) {
+	start := time.Now()
+	syscall.Sync()
+	t.Logf("sync before the next figure: %s", time.Since(start).Round(time.Millisecond))
 }
 
 // manualChain is what a person types with the etcd binaries on a machine that reaches the
