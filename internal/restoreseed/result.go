@@ -24,15 +24,16 @@ type Result struct {
 	// Size and SHA256 describe the object fetched.
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
-	// Revision is the revision the restored data is checked at and etcd starts at: the newest
-	// revision in the snapshot (etcdutl snapshot status), or, when the restore raised it
-	// (BackupRevision set) or the snapshot holds no key revision (an empty keyspace), the
-	// restored data's current revision.
+	// Revision is the revision the restored data is checked at and etcd starts at: the
+	// restored data's current revision (the snapshot's newest, raised by the restore when
+	// BackupRevision is set).
 	Revision int64 `json:"revision,omitempty"`
 	// BackupRevision is the snapshot's own newest revision when the restore raised the revision
 	// above it (--bump-revision); 0 when it did not, then Revision is the backup's.
 	BackupRevision int64 `json:"backupRevision,omitempty"`
-	// TotalKeys is etcdutl's key count of the snapshot's backend (every revision's keys).
+	// TotalKeys was etcdutl's key count of the snapshot's backend (every revision's keys),
+	// from `etcdutl snapshot status`, which agents no longer run (a whole extra pass over the
+	// data); kept so that results of earlier agents still parse.
 	TotalKeys int64 `json:"totalKeys,omitempty"`
 	// HashKV is the keyspace hash of the restored data at Revision (internal/kvhash), what
 	// etcd's HashKV serves there once a member runs on it.
