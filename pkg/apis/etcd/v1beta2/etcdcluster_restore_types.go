@@ -150,9 +150,12 @@ const (
 	// AnnotationReplacedBy is set by the restore operator on an EtcdCluster it is about to
 	// delete to restore it in place: the UID of that EtcdRestore. The etcd operator then
 	// retains the cluster's volumes for that restore (AnnotationRetainedBy,
-	// AnnotationRestoreUID, no owner), which the restore waits for before it deletes the
-	// cluster, and stops the deleted cluster's member pods at once (a one-second grace period)
-	// instead of letting each take its own.
+	// AnnotationRestoreUID, no owner) and, for a cluster on volumes, stops its member pods at
+	// once (a one-second grace period) and holds it; the restore waits for both before it
+	// deletes the cluster. A cluster whose data lives in its pods (emptyDir) is stopped so only
+	// once deleted. If that EtcdRestore is deleted or fails before the cluster is, the etcd
+	// operator sets the value to "cancelled:<UID>", gives the cluster its volumes back and
+	// removes the marks: the cluster runs on.
 	AnnotationReplacedBy = "etcd.database.coreos.com/replaced-by"
 	// AnnotationReplacedByName is set with AnnotationReplacedBy: the name of that EtcdRestore.
 	AnnotationReplacedByName = "etcd.database.coreos.com/replaced-by-name"
