@@ -367,7 +367,7 @@ func TestReplacedClusterOnVolumesStoppedBeforeItsDeletion(t *testing.T) {
 					return fmt.Errorf("member pod %s deletion %v grace %v", p.UID, p.DeletionTimestamp, p.DeletionGracePeriodSeconds)
 				}
 				if pvc, err := getVolume(t, ns, "c-0"); err != nil || metav1.GetControllerOf(pvc) != nil || pvc.Annotations[etcdv1beta2.AnnotationRestoreUID] != r1 {
-					return fmt.Errorf("volume not retained for r1: %v", err)
+					return fmt.Errorf("volume not retained for r1: %w", err)
 				}
 				s := &corev1.Pod{}
 				if err := k8s.Get(ctx, client.ObjectKeyFromObject(stranger), s); err != nil || s.DeletionTimestamp != nil {
