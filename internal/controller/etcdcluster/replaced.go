@@ -7,6 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,7 +69,26 @@ func (r *Reconciler) holdReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	if _, err := restoreboot.StopMembers(ctx, r.Client, r.Client, c); err != nil {
 		return true, 0, err
 	}
-	return true, heldRecheck, nil
+	return true, heldRecheck, r.reportHeld(ctx, c, name)
+}
+
+// reportHeld records on c, held for the EtcdRestore name, that it serves nothing any more:
+// Available False (ReasonReplacedInPlace), no ready member, Ready from that. The pass that
+// holds c ends before the usual status patch, and the last one said Available.
+func (r *Reconciler) reportHeld(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) error {
+	before := c.DeepCopy()
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionFalse,
+		Reason: etcdv1beta2.ReasonReplacedInPlace, ObservedGeneration: c.Generation,
+		Message: fmt.Sprintf("EtcdRestore %s replaces this cluster in place: its volumes are kept for it, its members are stopped, and it is about to be deleted", name)})
+	c.Status.ReadyMembers = 0
+	setReady(c)
+	if equality.Semantic.DeepEqual(before.Status, c.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patching status of the held %s: %w", klog.KObj(c), err)
+	}
+	return nil
 }
 
 // stopReplaced, for a cluster being deleted that an EtcdRestore replaces in place

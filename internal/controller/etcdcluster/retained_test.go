@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -373,8 +374,15 @@ func TestReplacedClusterOnVolumesStoppedBeforeItsDeletion(t *testing.T) {
 				if err := k8s.Get(ctx, client.ObjectKeyFromObject(stranger), s); err != nil || s.DeletionTimestamp != nil {
 					return fmt.Errorf("the stranger's pod was touched: %w", err)
 				}
-				if cur := getCluster(t, ns, "c"); cur.DeletionTimestamp != nil {
+				cur := getCluster(t, ns, "c")
+				if cur.DeletionTimestamp != nil {
 					return errors.New("the cluster is being deleted")
+				}
+				if got := condition(cur, etcdv1beta2.ClusterConditionAvailable); got != "False/"+etcdv1beta2.ReasonReplacedInPlace {
+					return fmt.Errorf("Available %s while its members are stopped", got)
+				}
+				if meta.IsStatusConditionTrue(cur.Status.Conditions, "Ready") {
+					return errors.New("Ready while its members are stopped")
 				}
 				return nil
 			}

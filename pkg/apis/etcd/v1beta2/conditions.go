@@ -146,6 +146,10 @@ const (
 	// quota, a LimitRange, an admission webhook); the message quotes it. Nothing else is done
 	// for the cluster until it is admitted; retried every 15 s.
 	ReasonMemberRefused = "MemberRefused"
+	// ReasonReplacedInPlace: an EtcdRestore replaces the cluster in place; the etcd operator has
+	// retained its volumes and stopped its members, and the restore is about to delete it
+	// (Available False). If that restore is deleted or fails first, the cluster runs on.
+	ReasonReplacedInPlace = "ReplacedInPlace"
 	// ReasonRestoreInProgress: another EtcdRestore of the same cluster has not finished.
 	ReasonRestoreInProgress = "RestoreInProgress"
 	// ReasonPreflightFailed: a check before an in-place restore deletes the old cluster failed
