@@ -41,11 +41,12 @@ const heldRecheck = 5 * time.Second
 // It reports whether the pass ends here, and when to look again.
 func (r *Reconciler) holdReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluster) (bool, time.Duration, error) {
 	if uid, ok := restoreboot.Cancelled(c); ok {
+		name := c.Annotations[etcdv1beta2.AnnotationReplacedByName] // ReadoptVolumes removes it
 		back, err := restoreboot.ReadoptVolumes(ctx, r.Client, r.APIReader, c, uid)
 		if err != nil {
 			return true, 0, err
 		}
-		r.event(c, corev1.EventTypeWarning, "ReplacementCancelled", fmt.Sprintf("The EtcdRestore that was to replace this cluster in place (%s) is gone, deleted or failed: the cluster runs on with its volumes (%s given back)", c.Annotations[etcdv1beta2.AnnotationReplacedByName], strings.Join(back, ", ")))
+		r.event(c, corev1.EventTypeWarning, "ReplacementCancelled", fmt.Sprintf("The EtcdRestore that was to replace this cluster in place (%s) is gone, deleted or failed: the cluster runs on with its volumes (%s given back)", name, strings.Join(back, ", ")))
 		return true, requeueAfterChange, nil
 	}
 	uid, name, ok := restoreboot.Replacing(c)
