@@ -44,6 +44,9 @@ Usage:
                                                        stream a backup to a file, checking etcd's sha256
   kubectl etcd restore <cluster> [--backup b | --schedule s] [--into new-name] [--yes] [--wait]
                                                        an EtcdRestore, after confirming what it replaces
+  kubectl etcd drill now <cluster> [--schedule s] [--wait=false] [-o json|yaml]
+                                                       a restore drill of the schedule's newest backup now,
+                                                       followed to its outcome (passed/failed, time to restore)
 
 Global flags (anywhere on the line):
   -n, --namespace   namespace (default: the kubeconfig context's)
@@ -92,6 +95,11 @@ func (a *App) run(ctx context.Context, args []string) error {
 		return a.snapshotCmd(ctx, rest)
 	case "restore":
 		return a.restore(ctx, rest)
+	case "drill":
+		if len(rest) == 0 || rest[0] != "now" {
+			return a.usageError("drill: want `drill now <cluster>`")
+		}
+		return a.drillNow(ctx, rest[1:])
 	default:
 		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
 	}

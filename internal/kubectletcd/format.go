@@ -1,6 +1,8 @@
 package kubectletcd
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -8,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
 )
 
 // table writes tab-separated rows as aligned columns, as kubectl get does.
@@ -49,4 +52,37 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// outputFlag adds -o/--output to fs: empty for text, or json or yaml for an object on Out
+// (progress then goes to Err, so that Out parses).
+func outputFlag(fs *flag.FlagSet) *string {
+	o := fs.String("output", "", "json or yaml: print the outcome as an object (progress goes to stderr)")
+	fs.StringVar(o, "o", "", "shorthand for --output")
+	return o
+}
+
+// checkOutput refuses an -o value other than json and yaml.
+func (a *App) checkOutput(cmd, o string) error {
+	if o != "" && o != "json" && o != "yaml" {
+		return a.usageError(fmt.Sprintf("%s: -o %q: want json or yaml", cmd, o))
+	}
+	return nil
+}
+
+// writeObject prints v as JSON (indented) or YAML.
+func writeObject(w io.Writer, format string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the output: %w", err)
+	}
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return fmt.Errorf("encoding the output: %w", err)
+		}
+	} else {
+		b = append(b, '\n')
+	}
+	_, err = w.Write(b)
+	return err
 }
