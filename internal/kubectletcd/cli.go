@@ -47,6 +47,9 @@ Usage:
   kubectl etcd drill now <cluster> [--schedule s] [--wait=false] [-o json|yaml]
                                                        a restore drill of the schedule's newest backup now,
                                                        followed to its outcome (passed/failed, time to restore)
+  kubectl etcd defrag <cluster> [-o json|yaml]
+                                                       when the etcd operator defragments each member and why;
+                                                       requests nothing (the API has no on-demand trigger): exit 1
 
 Global flags (anywhere on the line):
   -n, --namespace   namespace (default: the kubeconfig context's)
@@ -100,6 +103,8 @@ func (a *App) run(ctx context.Context, args []string) error {
 			return a.usageError("drill: want `drill now <cluster>`")
 		}
 		return a.drillNow(ctx, rest[1:])
+	case "defrag":
+		return a.defrag(ctx, rest)
 	default:
 		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
 	}
