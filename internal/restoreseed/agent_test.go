@@ -118,6 +118,12 @@ func TestRestoreRefusesBadBackups(t *testing.T) {
 	// Checksums valid, restore impossible: what only running the restore finds.
 	unrestorable := snapshottest.Unrestorable(orig)
 	put("db/unrestorable", unrestorable)
+	// etcd's checksum valid over a database with 7 bytes more: a size etcdutl does not take
+	// for a snapshot with a trailer, so the agent must not tell it to skip its own check.
+	unaligned := append(bytes.Clone(orig[:len(orig)-snapshot.TrailerSize]), "7 bytes"...)
+	sum := sha256.Sum256(unaligned)
+	unaligned = append(unaligned, sum[:]...)
+	put("db/unaligned", unaligned)
 	if _, err := io.Copy(io.Discard, snapshot.NewVerifyingReader(bytes.NewReader(unrestorable))); err != nil {
 		t.Fatalf("etcd's checksum of the unrestorable snapshot does not verify: %v", err)
 	}
@@ -131,6 +137,7 @@ func TestRestoreRefusesBadBackups(t *testing.T) {
 		{"truncated", "db/truncated", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
 		{"not a snapshot", "db/notasnapshot", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
 		{"checksums valid, database not", "db/unrestorable", Expect{Size: int64(len(unrestorable)), SHA256: sha256Hex(unrestorable)}, etcdv1beta2.ReasonBackupCorrupt},
+		{"checksums valid, size not a snapshot's", "db/unaligned", Expect{}, etcdv1beta2.ReasonBackupCorrupt},
 		{"missing", "db/missing", Expect{}, etcdv1beta2.ReasonBackupNotFound},
 		{"sha256 differs from the backup's record", "db/snap", Expect{SHA256: otherSHA256(bk.SHA256)}, etcdv1beta2.ReasonBackupCorrupt},
 		{"size differs from the backup's record", "db/snap", Expect{Size: bk.Size + 1}, etcdv1beta2.ReasonBackupCorrupt},
