@@ -1,6 +1,6 @@
 // Command kubectl-etcd is a kubectl plugin (`kubectl etcd ...`) for the day-two actions on the
-// clusters this project's operators run: status, on-demand backups and the backups in a bucket.
-// See docs/kubectl-etcd.md.
+// clusters this project's operators run: status, backups, restores, drills, defragmentation
+// and support bundles. See docs/kubectl-etcd.md.
 package main
 
 import (

@@ -1,6 +1,7 @@
 // Package kubectletcd is the kubectl plugin `kubectl etcd`: each subcommand reads (and, for
-// `backup now`, creates) the project's objects with the user's kubeconfig and prints one
-// screen to an io.Writer. It runs no controller: what it shows is what the operators wrote.
+// `backup now`, `restore` and `drill now`, creates) the project's objects with the user's
+// kubeconfig and prints one screen to an io.Writer (`report` writes a bundle). It runs no
+// controller and never calls etcd: what it shows is what the operators wrote.
 package kubectletcd
 
 import (
@@ -20,6 +21,8 @@ type App struct {
 	Err      io.Writer
 	Now      func() time.Time
 	Interval time.Duration
+	// PodLogs reads the operators' logs for `report`; nil: through the API server.
+	PodLogs PodLogs
 
 	kube kubeFlags
 }
@@ -50,6 +53,9 @@ Usage:
   kubectl etcd defrag <cluster> [-o json|yaml]
                                                        when the etcd operator defragments each member and why;
                                                        requests nothing (the API has no on-demand trigger): exit 1
+  kubectl etcd report <cluster> [-f out.tar.gz] [--operator-namespace ns] [--log-lines n]
+                                                       a redacted support bundle: the cluster's objects, events,
+                                                       the operators' logs; no Secret data
 
 Global flags (anywhere on the line):
   -n, --namespace   namespace (default: the kubeconfig context's)
@@ -105,6 +111,8 @@ func (a *App) run(ctx context.Context, args []string) error {
 		return a.drillNow(ctx, rest[1:])
 	case "defrag":
 		return a.defrag(ctx, rest)
+	case "report":
+		return a.report(ctx, rest)
 	default:
 		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,9 +25,8 @@ func (k *kubeFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&k.namespace, "n", "", "shorthand for --namespace")
 }
 
-// client connects with the user's kubeconfig, as kubectl does, and returns the namespace to
-// work in.
-func (k *kubeFlags) client() (client.Client, string, error) {
+// config loads the user's kubeconfig, as kubectl does, and returns the namespace to work in.
+func (k *kubeFlags) config() (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
@@ -39,6 +39,15 @@ func (k *kubeFlags) client() (client.Client, string, error) {
 		if ns, _, err = cc.Namespace(); err != nil {
 			return nil, "", fmt.Errorf("reading the kubeconfig context's namespace: %w", err)
 		}
+	}
+	return cfg, ns, nil
+}
+
+// client connects with the user's kubeconfig and returns the namespace to work in.
+func (k *kubeFlags) client() (client.Client, string, error) {
+	cfg, ns, err := k.config()
+	if err != nil {
+		return nil, "", err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
 	if err != nil {
