@@ -76,6 +76,7 @@ func (a *App) drillNow(ctx context.Context, args []string) error {
 	if !*wait {
 		if *output != "" {
 			rs.SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind("EtcdRestore"))
+			rs.ManagedFields = nil
 			return writeObject(a.Out, *output, rs)
 		}
 		return nil

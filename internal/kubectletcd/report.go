@@ -27,8 +27,9 @@ import (
 // them (app.kubernetes.io/name is the binary).
 const OperatorSelector = "app.kubernetes.io/part-of=etcd-operator,app.kubernetes.io/name in (etcd-operator,backup-operator,restore-operator)"
 
-// PodLogs opens the last tailLines lines of a container's log.
-type PodLogs func(ctx context.Context, namespace, pod, container string, tailLines int64) (io.ReadCloser, error)
+// PodLogs opens the last tailLines lines of a container's log, or of its previous instance's
+// (the one that exited before the last restart).
+type PodLogs func(ctx context.Context, namespace, pod, container string, tailLines int64, previous bool) (io.ReadCloser, error)
 
 // report writes a support bundle about a cluster: `kubectl etcd report <cluster>`.
 func (a *App) report(ctx context.Context, args []string) error {
@@ -76,8 +77,8 @@ func (a *App) kubeLogs() (PodLogs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the API client: %w", err)
 	}
-	return func(ctx context.Context, ns, pod, container string, tail int64) (io.ReadCloser, error) {
-		return cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &tail}).Stream(ctx)
+	return func(ctx context.Context, ns, pod, container string, tail int64, previous bool) (io.ReadCloser, error) {
+		return cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &tail, Previous: previous}).Stream(ctx)
 	}, nil
 }
 
@@ -193,8 +194,9 @@ func relatedRestores(ctx context.Context, c client.Reader, r *related) ([]etcdv1
 }
 
 // collectOperators adds the operators' pods (as OperatorSelector selects them, in ns or in every
-// namespace) and the scrubbed tail of each container's log. What it cannot read is noted in
-// the bundle, not an error: the cluster's objects are worth sending without it.
+// namespace) and the scrubbed tail of each container's log, and of its previous instance when
+// it restarted. What it cannot read is noted in the bundle, not an error: the cluster's
+// objects are worth sending without it.
 func collectOperators(ctx context.Context, c client.Client, ns string, logs PodLogs, lines int64, b *bundle) {
 	sel, _ := labels.Parse(OperatorSelector)
 	var pods corev1.PodList
@@ -209,10 +211,22 @@ func collectOperators(ctx context.Context, c client.Client, ns string, logs PodL
 		b.note("operator pods not written: %v", err)
 	}
 	for _, p := range pods.Items {
+		restarted := map[string]bool{}
+		for _, st := range p.Status.ContainerStatuses {
+			restarted[st.Name] = st.RestartCount > 0
+		}
 		for _, ct := range p.Spec.Containers {
-			name := fmt.Sprintf("operators/logs/%s_%s_%s.log", p.Namespace, p.Name, ct.Name)
-			if err := b.addLog(ctx, logs, name, p.Namespace, p.Name, ct.Name, lines); err != nil {
-				b.note("log of %s/%s container %s not collected: %v", p.Namespace, p.Name, ct.Name, err)
+			for _, previous := range []bool{false, true} {
+				if previous && !restarted[ct.Name] {
+					continue
+				}
+				name := fmt.Sprintf("operators/logs/%s_%s_%s.log", p.Namespace, p.Name, ct.Name)
+				if previous {
+					name = strings.TrimSuffix(name, ".log") + ".previous.log"
+				}
+				if err := b.addLog(ctx, logs, name, p.Namespace, p.Name, ct.Name, lines, previous); err != nil {
+					b.note("log of %s/%s container %s (previous %t) not collected: %v", p.Namespace, p.Name, ct.Name, previous, err)
+				}
 			}
 		}
 	}

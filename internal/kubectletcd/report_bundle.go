@@ -84,8 +84,8 @@ func (b *bundle) addObjects(c client.Client, name, what string, objs []runtime.O
 }
 
 // addLog adds the last lines of a container's log, each line scrubbed.
-func (b *bundle) addLog(ctx context.Context, logs PodLogs, name, ns, pod, container string, lines int64) error {
-	rc, err := logs(ctx, ns, pod, container, lines)
+func (b *bundle) addLog(ctx context.Context, logs PodLogs, name, ns, pod, container string, lines int64, previous bool) error {
+	rc, err := logs(ctx, ns, pod, container, lines, previous)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,11 @@ func (b *bundle) addLog(ctx context.Context, logs PodLogs, name, ns, pod, contai
 	if err := sc.Err(); err != nil {
 		fmt.Fprintf(&buf, "[log cut short: %s]\n", scrub(err.Error()))
 	}
-	b.files = append(b.files, bundleFile{name: name, what: fmt.Sprintf("log of %s/%s container %s, last %d lines", ns, pod, container, lines), count: n, data: buf.Bytes()})
+	what := fmt.Sprintf("log of %s/%s container %s, last %d lines", ns, pod, container, lines)
+	if previous {
+		what = fmt.Sprintf("log of %s/%s container %s before its last restart, last %d lines", ns, pod, container, lines)
+	}
+	b.files = append(b.files, bundleFile{name: name, what: what, count: n, data: buf.Bytes()})
 	return nil
 }
 

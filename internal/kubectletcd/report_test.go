@@ -28,10 +28,10 @@ import (
 const secretValue = "hunter2-s3cr3t"
 
 // TestReport: the bundle holds the cluster, its member pods, PVCs and Services, its schedule,
-// backup and restore, the events about them and the operators' pods and logs, and nothing of
-// another cluster; no Secret and no credential value is in it (the Secret's name is), whether
-// planted in a Secret, an etcdEnv or pod env value, an annotation, the last-applied
-// configuration, a URL or a log line.
+// backup and restore, the events about them, and the operators' pods and logs (of a container
+// that restarted, its log before the restart too), and nothing of another cluster; no Secret
+// and no credential value is in it (the Secret's name is), whether planted in a Secret, an
+// etcdEnv or pod env value, an annotation, the last-applied configuration, a URL or a log line.
 func TestReport(t *testing.T) {
 	ns := testutil.Namespace(t, k8s, "report")
 	ops := testutil.Namespace(t, k8s, "report-ops")
@@ -80,12 +80,20 @@ func TestReport(t *testing.T) {
 	event("Pod", "main-0", "Started container etcd")
 	event("EtcdCluster", "main", "Defragmented member main-1 with password="+secretValue)
 	event("Pod", "other-0", "an event of another cluster")
-	create(pod(ops, "etcd-operator-abc", map[string]string{"app.kubernetes.io/name": "etcd-operator", "app.kubernetes.io/part-of": "etcd-operator"}))
+	op := pod(ops, "etcd-operator-abc", map[string]string{"app.kubernetes.io/name": "etcd-operator", "app.kubernetes.io/part-of": "etcd-operator"})
+	create(op)
+	op.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", Image: "etcd", RestartCount: 2}}
+	if err := k8s.Status().Update(t.Context(), op); err != nil {
+		t.Fatal(err)
+	}
 	create(pod(ops, "unrelated", map[string]string{"app.kubernetes.io/part-of": "something-else"}))
 
-	logs := func(_ context.Context, ns, pod, container string, tail int64) (io.ReadCloser, error) {
+	logs := func(_ context.Context, ns, pod, container string, tail int64, previous bool) (io.ReadCloser, error) {
 		if pod != "etcd-operator-abc" {
 			return nil, errors.New("unexpected pod " + pod)
+		}
+		if previous {
+			return io.NopCloser(strings.NewReader(`panic: AWS_SECRET_ACCESS_KEY=` + secretValue + "\n")), nil
 		}
 		return io.NopCloser(strings.NewReader(`{"msg":"Reconciled","etcdcluster":"main"}` + "\n" +
 			`{"msg":"dialing","endpoint":"https://root:` + secretValue + `@main-0:2379","password":"` + secretValue + `"}` + "\n")), nil
@@ -124,7 +132,8 @@ func TestReport(t *testing.T) {
 		"etcdrestores.yaml":        {"name: main-restore-1"},
 		"events.yaml":              {"Started container etcd", "Defragmented member main-1 with password=REDACTED"},
 		"operators/pods.yaml":      {"name: etcd-operator-abc"},
-		fmt.Sprintf("operators/logs/%s_etcd-operator-abc_etcd.log", ops): {`"msg":"Reconciled"`, "https://root:REDACTED@main-0:2379", `"password":"REDACTED"`},
+		fmt.Sprintf("operators/logs/%s_etcd-operator-abc_etcd.log", ops):          {`"msg":"Reconciled"`, "https://root:REDACTED@main-0:2379", `"password":"REDACTED"`},
+		fmt.Sprintf("operators/logs/%s_etcd-operator-abc_etcd.previous.log", ops): {"panic: AWS_SECRET_ACCESS_KEY=REDACTED"},
 	}
 	for name, wants := range want {
 		data, ok := files[name]
