@@ -34,7 +34,8 @@ type PodLogs func(ctx context.Context, namespace, pod, container string, tailLin
 // report writes a support bundle about a cluster: `kubectl etcd report <cluster>`.
 func (a *App) report(ctx context.Context, args []string) error {
 	fs := a.flagSet("report")
-	file := fs.String("f", "", "the .tar.gz to write (default: etcd-report-<namespace>-<cluster>-<UTC time>.tar.gz)")
+	file := fs.String("file", "", "the .tar.gz to write (default: etcd-report-<namespace>-<cluster>-<UTC time>.tar.gz)")
+	fs.StringVar(file, "f", "", "shorthand for --file")
 	lines := fs.Int64("log-lines", 5000, "the last this many lines of each operator container's log")
 	opNS := fs.String("operator-namespace", "", "the namespace the operators run in (default: all namespaces)")
 	pos, err := a.parse(fs, args, 1, "report <cluster>")
@@ -54,7 +55,8 @@ func (a *App) report(ctx context.Context, args []string) error {
 	if *file == "" {
 		*file = fmt.Sprintf("etcd-report-%s-%s-%s.tar.gz", r.cluster.Namespace, r.cluster.Name, a.Now().UTC().Format(manualTimeFormat))
 	}
-	b := &bundle{dir: strings.TrimSuffix(strings.TrimSuffix(filepath.Base(*file), ".gz"), ".tar")}
+	base := filepath.Base(*file)
+	b := &bundle{dir: strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(base, ".tgz"), ".gz"), ".tar")}
 	if err := collect(ctx, c, r, b); err != nil {
 		return err
 	}
@@ -207,7 +209,7 @@ func collectOperators(ctx context.Context, c client.Client, ns string, logs PodL
 	if len(pods.Items) == 0 {
 		b.note("no operator pods found (%s) in %s", OperatorSelector, orAll(ns))
 	}
-	if err := b.addObjects(c, "operators/pods.yaml", "the operators' pods", filterObjs(pods.Items, func(client.Object) bool { return true })); err != nil {
+	if err := b.addObjects(c, "operators/pods.yaml", "the operators' pods", ptrs(pods.Items)); err != nil {
 		b.note("operator pods not written: %v", err)
 	}
 	for _, p := range pods.Items {
