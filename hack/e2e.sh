@@ -54,8 +54,8 @@ cd "$ROOT_DIR" || exit 1
 mkdir -p "$CACHE_DIR/e2e"
 out="$CACHE_DIR/e2e/go-test.log"
 # E2E_PKGS: one package or pattern. The whole suite runs its longest packages first (CI
-# rehearsal, seconds: backup 379, mostly one test waiting out five cron minutes; restore 337;
-# etcdcluster 186; safety 113): restore started last was the run's 5-minute tail.
+# rehearsal, seconds: backup 344, mostly one test waiting out cron minutes (four since); restore 294;
+# etcdcluster 180; safety 91): restore started last was the run's 5-minute tail.
 if [ -n "${E2E_PKGS:-}" ]; then
   pkgs=("$E2E_PKGS")
 else
