@@ -140,6 +140,11 @@ test-chaos-smoke: ## One run of each smoke chaos fault kind (what CI runs).
 test-upgrade: ## Upgrade e2e on the local cluster: the previous release (hack/previous-release, built from git) with restores in flight, upgraded to the working tree's.
 	hack/upgrade-test.sh
 
+.PHONY: test-multinode
+test-multinode: ## Spread and drain e2e on a three-node local cluster (make local-up-3; `make local-down` first if one node runs).
+	LC_NODES=3 hack/local-cluster.sh up
+	E2E_PKGS=./test/e2e/etcdcluster/ hack/e2e.sh -run '^(TestSpreadOverNodes|TestDrainMovesOneMemberAtATime)$$'
+
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed).
 	hack/e2e.sh

@@ -30,6 +30,8 @@ const (
 
 	// TopologyHostname is the node label members spread over.
 	TopologyHostname = "kubernetes.io/hostname"
+	// TopologyZone is the well-known label of a node's zone.
+	TopologyZone = "topology.kubernetes.io/zone"
 )
 
 // ReadinessPath is the etcd container's readiness probe: healthy with a leader and a working
@@ -190,20 +192,26 @@ func selfAlias(c *etcdv1beta2.EtcdCluster, name string) []corev1.HostAlias {
 
 // affinity is spec.pod.affinity when set. Otherwise members spread across nodes: required
 // pod anti-affinity on the node name with antiAffinity: true, preferred (weight 100) without,
-// so that one node going down takes at most one member where the nodes allow it.
+// so that one node going down takes at most one member where the nodes allow it; and across
+// zones where nodes carry topology.kubernetes.io/zone (preferred, weight 50: below the nodes,
+// so that two zones of several nodes still get one member per node). The Spread condition
+// says when the nodes did not allow it.
 func affinity(c *etcdv1beta2.EtcdCluster, policy *etcdv1beta2.PodPolicy) *corev1.Affinity {
 	if policy.Affinity != nil {
 		return policy.Affinity
 	}
-	term := corev1.PodAffinityTerm{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
-		TopologyKey:   TopologyHostname,
+	term := func(key string) corev1.PodAffinityTerm {
+		return corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)}, TopologyKey: key}
 	}
+	zone := corev1.WeightedPodAffinityTerm{Weight: 50, PodAffinityTerm: term(TopologyZone)}
 	if policy.AntiAffinity {
-		return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}}
+		return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution:  []corev1.PodAffinityTerm{term(TopologyHostname)},
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{zone},
+		}}
 	}
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: term}},
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: term(TopologyHostname)}, zone},
 	}}
 }
 

@@ -1,6 +1,7 @@
 package member
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -68,8 +69,9 @@ func TestMemberPodPolicyAndTLS(t *testing.T) {
 	}
 }
 
-// TestMemberPodAntiAffinity: members spread across nodes by default (preferred), antiAffinity
-// keeps meaning required, and an explicit affinity wins over both.
+// TestMemberPodAntiAffinity: members spread across nodes by default (preferred) and across
+// zones (preferred, below the nodes), antiAffinity keeps meaning required on nodes (zones still
+// preferred), and an explicit affinity wins over both.
 func TestMemberPodAntiAffinity(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -88,16 +90,26 @@ func TestMemberPodAntiAffinity(t *testing.T) {
 			got := "custom"
 			if a != nil && a.PodAntiAffinity != nil {
 				pa := a.PodAntiAffinity
+				preferred := map[string]int32{}
+				for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+					checkTerm(t, w.PodAffinityTerm)
+					preferred[w.PodAffinityTerm.TopologyKey] = w.Weight
+				}
 				switch {
-				case len(pa.RequiredDuringSchedulingIgnoredDuringExecution) == 1 && len(pa.PreferredDuringSchedulingIgnoredDuringExecution) == 0:
+				case len(pa.RequiredDuringSchedulingIgnoredDuringExecution) == 1:
 					got = "required"
 					checkTerm(t, pa.RequiredDuringSchedulingIgnoredDuringExecution[0])
-				case len(pa.PreferredDuringSchedulingIgnoredDuringExecution) == 1 && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) == 0:
-					got = "preferred"
-					if w := pa.PreferredDuringSchedulingIgnoredDuringExecution[0].Weight; w != 100 {
-						t.Errorf("weight %d, want 100", w)
+					if pa.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey != TopologyHostname {
+						t.Errorf("required term on %s, want %s", pa.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey, TopologyHostname)
 					}
-					checkTerm(t, pa.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm)
+					if want := map[string]int32{TopologyZone: 50}; !maps.Equal(preferred, want) {
+						t.Errorf("preferred weights %v, want %v", preferred, want)
+					}
+				case len(pa.RequiredDuringSchedulingIgnoredDuringExecution) == 0:
+					got = "preferred"
+					if want := map[string]int32{TopologyHostname: 100, TopologyZone: 50}; !maps.Equal(preferred, want) {
+						t.Errorf("preferred weights %v, want %v", preferred, want)
+					}
 				}
 			}
 			if a == nil {
@@ -112,8 +124,8 @@ func TestMemberPodAntiAffinity(t *testing.T) {
 
 func checkTerm(t *testing.T, term corev1.PodAffinityTerm) {
 	t.Helper()
-	if term.TopologyKey != "kubernetes.io/hostname" || term.LabelSelector == nil ||
+	if (term.TopologyKey != TopologyHostname && term.TopologyKey != TopologyZone) || term.LabelSelector == nil ||
 		term.LabelSelector.MatchLabels["etcd_cluster"] != "c" || term.LabelSelector.MatchLabels["app"] != "etcd" {
-		t.Errorf("anti-affinity term %+v, want the cluster's members on kubernetes.io/hostname", term)
+		t.Errorf("anti-affinity term %+v, want the cluster's members on a node or zone", term)
 	}
 }

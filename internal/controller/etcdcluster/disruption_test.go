@@ -56,12 +56,15 @@ func TestDisruptionBudgetAndSpread(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := pod.Spec.Affinity
-	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 2 ||
 		len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
 		t.Fatalf("member affinity %+v, want preferred anti-affinity only", a)
 	}
 	if term := a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0]; term.Weight != 100 || term.PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" {
 		t.Fatalf("anti-affinity term %+v, want weight 100 on kubernetes.io/hostname", term)
+	}
+	if term := a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[1]; term.Weight != 50 || term.PodAffinityTerm.TopologyKey != "topology.kubernetes.io/zone" {
+		t.Fatalf("anti-affinity term %+v, want weight 50 on topology.kubernetes.io/zone", term)
 	}
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 1 })
 	waitConverged(t, ns, f, 1)

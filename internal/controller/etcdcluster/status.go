@@ -160,6 +160,7 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 	default:
 		set(etcdv1beta2.ClusterConditionProgressing, true, string(act.Kind), act.Message)
 	}
+	setSpread(c, obs.pods)
 	if act.Kind == cluster.ActionQuorumLost {
 		c.Status.Reason = etcdv1beta2.ReasonQuorumLost
 	} else {

@@ -47,11 +47,23 @@ const (
 	// at the restored revision); False with the reason while members restore, or when the
 	// restore failed. A cluster built from a backup is not Available before it is True.
 	ClusterConditionRestored = "Restored"
+	// ClusterConditionSpread, on a cluster of three members or more, is True when losing any
+	// one node keeps a quorum of the members (no node runs more than (members-1)/2 of them);
+	// False, reason NodeLossLosesQuorum, naming the node and its members, when one does: a
+	// single-node Kubernetes, too few nodes the members may run on, or spec.pod.affinity or
+	// nodeSelector that put them together. Counted from the pods' nodes only: zones are not
+	// checked (they are Node labels, and the operator reads no Node).
+	ClusterConditionSpread = "Spread"
 )
 
 // EtcdCluster condition reasons.
 const (
 	ReasonQuorumLost = "QuorumLost"
+	// ReasonSurvivesNodeLoss: Spread is True, no node runs enough members to take the quorum.
+	ReasonSurvivesNodeLoss = "SurvivesNodeLoss"
+	// ReasonNodeLossLosesQuorum: Spread is False, one node runs so many members that losing
+	// it loses the quorum; the message names it.
+	ReasonNodeLossLosesQuorum = "NodeLossLosesQuorum"
 	// ReasonNoSpace: a member raised etcd's NOSPACE alarm (its database reached the backend
 	// quota) and the cluster refuses writes; the operator compacts, defragments and clears it.
 	ReasonNoSpace = "NoSpace"
