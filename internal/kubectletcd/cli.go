@@ -1,7 +1,8 @@
 // Package kubectletcd is the kubectl plugin `kubectl etcd`: each subcommand reads (and, for
-// `backup now`, `restore` and `drill now`, creates) the project's objects with the user's
-// kubeconfig and prints one screen to an io.Writer (`report` writes a bundle). It runs no
-// controller and never calls etcd: what it shows is what the operators wrote.
+// `backup now`, `restore` and `drill now`, creates; for `defrag`, annotates) the project's
+// objects with the user's kubeconfig and prints one screen to an io.Writer (`report` writes a
+// bundle). It runs no controller and never calls etcd: what it shows is what the operators
+// wrote.
 package kubectletcd
 
 import (
@@ -50,9 +51,10 @@ Usage:
   kubectl etcd drill now <cluster> [--schedule s] [--wait=false] [-o json|yaml]
                                                        a restore drill of the schedule's newest backup now,
                                                        followed to its outcome (passed/failed, time to restore)
-  kubectl etcd defrag <cluster> [-o json|yaml]
-                                                       when the etcd operator defragments each member and why;
-                                                       requests nothing (the API has no on-demand trigger): exit 1
+  kubectl etcd defrag <cluster> [--wait=false] [--timeout 30m] [-o json|yaml]
+                                                       ask the etcd operator for a defragmentation round of every
+                                                       member (the defragment-requested-at annotation), followed
+                                                       until it is done
   kubectl etcd report <cluster> [-f out.tar.gz] [--operator-namespace ns] [--log-lines n]
                                                        a redacted support bundle: the cluster's objects, events,
                                                        the operators' logs; no Secret data

@@ -20,6 +20,12 @@ type MaintenancePolicy struct {
 	// RoundDue is when the scheduled defragmentation round that is due now became due: every
 	// member last defragmented before it is defragmented. Zero when no round is due.
 	RoundDue time.Time
+	// Requested: a round requested on demand is under way (the EtcdCluster annotation
+	// etcd.database.coreos.com/defragment-requested-at): every member not in RequestDone is
+	// defragmented, as in a scheduled round.
+	Requested bool
+	// RequestDone are the members (pod names) the requested round defragmented already.
+	RequestDone map[string]bool
 	// LastDefragmented is when the operator last defragmented each member (by ID).
 	LastDefragmented map[uint64]time.Time
 	// Now is the time of the pass.
@@ -40,7 +46,8 @@ const (
 	MaintenanceDefragment MaintenanceKind = "Defragment"
 	// MaintenanceDisarm clears the NOSPACE alarms once every member has room again.
 	MaintenanceDisarm MaintenanceKind = "Disarm"
-	// MaintenanceRoundDone: every member was defragmented in the scheduled round that is due.
+	// MaintenanceRoundDone: every member was defragmented in the scheduled round that is due,
+	// and in the requested round under way.
 	MaintenanceRoundDone MaintenanceKind = "RoundDone"
 	// MaintenanceQuotaTooSmall: NOSPACE, and after compaction and defragmentation the data
 	// itself still fills the quota; the alarm stays until a person raises the quota or deletes
@@ -111,7 +118,7 @@ func NextMaintenance(p MaintenancePolicy, o Observed, alarms []Alarm) Maintenanc
 	due := func(m Member) bool {
 		s := o.Status[m.ID]
 		last := p.LastDefragmented[m.ID]
-		if !p.RoundDue.IsZero() && last.Before(p.RoundDue) {
+		if (!p.RoundDue.IsZero() && last.Before(p.RoundDue)) || (p.Requested && !p.RequestDone[m.PodName()]) {
 			return true
 		}
 		free := s.DBSize - s.DBSizeInUse
@@ -121,13 +128,23 @@ func NextMaintenance(p MaintenancePolicy, o Observed, alarms []Alarm) Maintenanc
 	if m, ok := followerFirst(o, due); ok {
 		s := o.Status[m.ID]
 		why := fmt.Sprintf("%d of %d bytes free", s.DBSize-s.DBSizeInUse, s.DBSize)
-		if !p.RoundDue.IsZero() && p.LastDefragmented[m.ID].Before(p.RoundDue) {
+		switch {
+		case !p.RoundDue.IsZero() && p.LastDefragmented[m.ID].Before(p.RoundDue):
 			why = "the scheduled round of " + p.RoundDue.UTC().Format(time.RFC3339) + ", " + why
+		case p.Requested && !p.RequestDone[m.PodName()]:
+			why = "the requested round, " + why
 		}
 		return MaintenanceAction{Kind: MaintenanceDefragment, MemberID: m.ID, Pod: m.PodName(), Message: "defragmenting member " + m.PodName() + ": " + why}
 	}
+	var rounds []string
 	if !p.RoundDue.IsZero() {
-		return MaintenanceAction{Kind: MaintenanceRoundDone, Message: "every member was defragmented in the round of " + p.RoundDue.UTC().Format(time.RFC3339)}
+		rounds = append(rounds, "the round of "+p.RoundDue.UTC().Format(time.RFC3339))
+	}
+	if p.Requested {
+		rounds = append(rounds, "the requested round")
+	}
+	if len(rounds) > 0 {
+		return MaintenanceAction{Kind: MaintenanceRoundDone, Message: "every member was defragmented in " + strings.Join(rounds, " and ")}
 	}
 	return MaintenanceAction{Kind: MaintenanceNone}
 }

@@ -56,6 +56,27 @@ func TestNextMaintenance(t *testing.T) {
 				p.LastDefragmented[id] = now.Add(-time.Minute)
 			}
 		}), status: status([2]int64{40, 30}, [2]int64{40, 30}, [2]int64{40, 30}), want: MaintenanceRoundDone},
+		{name: "requested round: followers first, whatever the fragmentation", policy: with(func(p *MaintenancePolicy) { p.Requested = true }),
+			status: status([2]int64{40, 30}, [2]int64{40, 30}, [2]int64{40, 30}), want: MaintenanceDefragment, pod: "c-1", msg: "requested round"},
+		{name: "requested round: members defragmented minutes ago too", policy: with(func(p *MaintenancePolicy) {
+			p.Requested, p.RequestDone = true, map[string]bool{"c-1": true}
+			p.LastDefragmented[3] = now.Add(-time.Minute)
+		}), status: status([2]int64{40, 30}, [2]int64{40, 30}, [2]int64{40, 30}), want: MaintenanceDefragment, pod: "c-2", msg: "requested round"},
+		{name: "requested round: the leader last", policy: with(func(p *MaintenancePolicy) {
+			p.Requested, p.RequestDone = true, map[string]bool{"c-1": true, "c-2": true}
+		}), status: status([2]int64{40, 30}, [2]int64{40, 30}, [2]int64{40, 30}), want: MaintenanceDefragment, pod: "c-0"},
+		{name: "requested round done", policy: with(func(p *MaintenancePolicy) {
+			p.Requested, p.RequestDone = true, map[string]bool{"c-0": true, "c-1": true, "c-2": true}
+		}), status: status([2]int64{40, 30}, [2]int64{40, 30}, [2]int64{40, 30}), want: MaintenanceRoundDone, msg: "the requested round"},
+		{name: "requested and scheduled rounds done together", policy: with(func(p *MaintenancePolicy) {
+			p.Requested, p.RequestDone = true, map[string]bool{"c-0": true, "c-1": true, "c-2": true}
+			p.RoundDue = now.Add(-time.Hour)
+			for id := uint64(1); id <= 3; id++ {
+				p.LastDefragmented[id] = now.Add(-time.Minute)
+			}
+		}), status: status([2]int64{40, 30}, [2]int64{40, 30}, [2]int64{40, 30}), want: MaintenanceRoundDone, msg: "the round of 2026-11-24T02:00:00Z and the requested round"},
+		{name: "requested round, a member does not answer: held", policy: with(func(p *MaintenancePolicy) { p.Requested = true }),
+			status: status([2]int64{40, 30}, [2]int64{40, 30}), want: MaintenanceBlocked, msg: "c-2 is not a healthy voting member"},
 		{name: "a member does not answer: no upkeep", policy: base, status: status([2]int64{80, 30}, [2]int64{80, 30}), want: MaintenanceBlocked, msg: "c-2 is not a healthy voting member"},
 		{name: "a learner: no upkeep", policy: base, members: append(append([]Member(nil), members...), Member{ID: 4, Name: "c-3", IsLearner: true}),
 			status: status([2]int64{80, 30}, [2]int64{80, 30}, [2]int64{80, 30}, [2]int64{80, 30}), want: MaintenanceBlocked},

@@ -122,8 +122,10 @@ func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, o
 		r.Recorder.Event(c, corev1.EventTypeNormal, "AlarmCleared", act.Message)
 		return act, ctrl.Result{RequeueAfter: requeueAfterChange}, nil
 	case cluster.MaintenanceRoundDone:
-		c.Status.LastDefragmentationRound = &metav1.Time{Time: now}
-		r.Recorder.Event(c, corev1.EventTypeNormal, "DefragmentationRoundDone", act.Message)
+		if !policy.RoundDue.IsZero() { // else the requested round alone: trackDefragmentRequest
+			c.Status.LastDefragmentationRound = &metav1.Time{Time: now}
+			r.Recorder.Event(c, corev1.EventTypeNormal, "DefragmentationRoundDone", act.Message)
+		}
 	}
 	if len(alarms) == 0 && cluster.NearQuota(policy.QuotaBytes, obs.Observed) {
 		// No watch reports a NOSPACE alarm: look again soon while one is close. Once an alarm
@@ -135,12 +137,14 @@ func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, o
 }
 
 // maintenancePolicy reads spec.maintenance.defragmentation (with its defaults) and the
-// defragmentation record in status. A schedule that does not parse is InvalidSpec.
+// defragmentation records in status (the members' times, the requested round under way). A
+// schedule that does not parse is InvalidSpec.
 func maintenancePolicy(c *etcdv1beta2.EtcdCluster, now time.Time) (cluster.MaintenancePolicy, error) {
 	p := cluster.MaintenancePolicy{
 		QuotaBytes: etcdv1beta2.DefaultQuotaBackendBytes, FragmentedPercent: etcdv1beta2.DefaultFragmentedPercent,
 		MinFreeBytes: etcdv1beta2.DefaultMinFreeBytes.Value(), LastDefragmented: map[uint64]time.Time{}, Now: now,
 	}
+	p.Requested, p.RequestDone = requestedRound(c)
 	for _, d := range c.Status.Members.Details {
 		var id uint64
 		if _, err := fmt.Sscanf(d.ID, "%x", &id); err == nil && d.LastDefragmentationTime != nil {
@@ -270,6 +274,7 @@ func (r *Reconciler) upkeep(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs
 	}
 	act, res, err := r.maintain(ctx, c, obs)
 	setMaintenanceConditions(c, obs, act, err)
+	r.trackDefragmentRequest(c, act, err)
 	if reason.Of(err) == etcdv1beta2.ReasonInvalidSpec {
 		err = nil // reported in Degraded; looked at again when the spec changes or after res
 	}

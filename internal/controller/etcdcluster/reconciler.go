@@ -85,6 +85,9 @@ type Reconciler struct {
 	// member ID in hex), next to status.members.details, which a pass that read a cluster
 	// from a cache that had not seen the last status patch yet would set back.
 	defragmented sync.Map
+	// defragRequests remembers, per cluster UID, the requested defragmentation round this
+	// process last wrote to status (defrag_request.go), for the same reason.
+	defragRequests sync.Map
 	// dataLostSince remembers, per cluster UID, since when the cluster has been formed,
 	// unreachable and without any pod (spec.recovery's clock).
 	dataLostSince sync.Map
@@ -156,7 +159,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 //     after stopping the member pods at once when an in-place restore replaces it. Marked
 //     for an in-place restore: its side of that (holdReplaced), which may end the pass.
 //  2. Defer the single status patch; observedGeneration only when the pass succeeded, Ready
-//     (with Reconciling or Stalled) from what the pass wrote.
+//     (with Reconciling or Stalled) from what the pass wrote. Accept (or refuse) a
+//     defragmentation round requested by annotation; the upkeep in step 6 runs it.
 //  3. Unless paused: ensure the headless peer Service and the client Service (a foreign one
 //     in the way stops the pass: NotOwned), the TLS.auto CA and certificates (made, or issued
 //     again inside their renewal window; a problem with them stops the pass of a cluster not
@@ -201,12 +205,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if retErr == nil {
 			c.Status.ObservedGeneration = c.Generation
 		}
+		r.settleDefragmentRequest(c)
 		setReady(c)
 		recordMetrics(c)
 		if err := r.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil && retErr == nil {
 			retErr = fmt.Errorf("patching status of %s: %w", klog.KObj(c), err)
 		}
 	}()
+	// A defragmentation requested by annotation: accepted (or refused) before anything else.
+	r.acceptDefragmentRequest(c)
 
 	// A cluster that coreos/etcd-operator runs is left exactly as it is.
 	if err := r.holdCoreosCluster(ctx, c); err != nil {

@@ -210,6 +210,19 @@ type ClusterStatus struct {
 	// +optional
 	LastDefragmentationRound *metav1.Time `json:"lastDefragmentationRound,omitempty"`
 
+	// lastDefragmentRequest is the value of the etcd.database.coreos.com/defragment-requested-at
+	// annotation whose defragmentation round finished last: a request is handled once this
+	// equals the annotation's value.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	LastDefragmentRequest string `json:"lastDefragmentRequest,omitempty"`
+
+	// defragmentRequest is the round requested with that annotation that has not finished:
+	// pending (running, or waiting for a healthy cluster) or refused. Unset when the
+	// annotation's value was handled, or there is none.
+	// +optional
+	DefragmentRequest *DefragmentRequestStatus `json:"defragmentRequest,omitempty"`
+
 	// lastRevision is the highest store revision a member reported in the last pass that
 	// reached one (the measure of what an automatic recovery lost).
 	// +optional

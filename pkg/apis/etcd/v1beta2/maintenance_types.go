@@ -2,7 +2,19 @@ package v1beta2
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// AnnotationDefragmentRequestedAt, set on an EtcdCluster, asks the etcd operator for one
+// defragmentation round of every member, run as a scheduled round is (only while every member
+// is started, voting and healthy, one member per pass, the leader last). Its value is an RFC
+// 3339 time the requester writes (`kubectl etcd defrag` writes the current time): whenever it
+// differs from status.lastDefragmentRequest, the value the operator handled last, the operator
+// starts a round (status.defragmentRequest) and, once every member was defragmented in it,
+// records the value in status.lastDefragmentRequest. A value that is not an RFC 3339 time is
+// refused: a Warning event, status.defragmentRequest says why, nothing is defragmented until
+// the value changes. Removing the annotation withdraws a round not yet finished.
+const AnnotationDefragmentRequestedAt = "etcd.database.coreos.com/defragment-requested-at"
 
 // MaintenanceSpec is the upkeep of a cluster's storage: etcd's backend quota, automatic
 // compaction of the key history, and defragmentation. Not in coreos/etcd-operator; a cluster
@@ -106,4 +118,46 @@ type DefragmentationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!string(self).startsWith('-')",message="defragmentation.minFreeBytes must not be negative"
 	// +optional
 	MinFreeBytes *resource.Quantity `json:"minFreeBytes,omitempty"`
+}
+
+// DefragmentRequestState is where a round requested with AnnotationDefragmentRequestedAt
+// stands.
+// +kubebuilder:validation:Enum=Pending;Refused
+type DefragmentRequestState string
+
+// States of a requested defragmentation round.
+const (
+	// DefragmentRequestPending: the operator accepted the request; the round runs, or waits for
+	// a pass in which the cluster is healthy (the message says for what).
+	DefragmentRequestPending DefragmentRequestState = "Pending"
+	// DefragmentRequestRefused: the annotation's value is not an RFC 3339 time; nothing is done
+	// until it changes.
+	DefragmentRequestRefused DefragmentRequestState = "Refused"
+)
+
+// DefragmentRequestStatus is the defragmentation round requested with
+// AnnotationDefragmentRequestedAt that the etcd operator has not finished.
+type DefragmentRequestStatus struct {
+	// requestedAt is the annotation's value this round was requested with (a refused value is
+	// cut to its first 64 bytes).
+	// +kubebuilder:validation:MaxLength=64
+	// +required
+	RequestedAt string `json:"requestedAt"`
+	// state is Pending (accepted: the round runs or waits) or Refused (the value is not an RFC
+	// 3339 time).
+	// +required
+	State DefragmentRequestState `json:"state"`
+	// startedAt is when the operator accepted the request. Unset when refused.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// defragmented are the members (pod names) the round has defragmented so far, in order;
+	// the round is over once every member is here.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	Defragmented []string `json:"defragmented,omitempty"`
+	// message says what the round does or waits for, or why the value was refused.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
