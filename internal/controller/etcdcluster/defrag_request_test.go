@@ -5,9 +5,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // requestDefragmentation writes the annotation that asks for a defragmentation round.
@@ -115,4 +120,68 @@ func TestRequestedDefragmentationHeld(t *testing.T) {
 	}
 	f.set(func(f *fakeEtcd) { delete(f.dead, "c-1") })
 	waitRequestHandled(t, ns, f, "2026-11-27T11:00:00+01:00", []string{"c-1", "c-2", "c-0"})
+}
+
+// TestDefragmentRequestBookkeeping: the request's record survives a pass that read a status
+// older than the last patch (this process's memory), a refused value warns once, and removing
+// the annotation withdraws the round.
+func TestDefragmentRequestBookkeeping(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 500_000_000, time.UTC)
+	rec := record.NewFakeRecorder(10)
+	r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(now), Recorder: rec}
+	c := newCluster("ns", "c", 3)
+	c.UID = "u1"
+	c.Status.Members.Details = []etcdv1beta2.MemberStatus{{Name: "c-0"}, {Name: "c-1"}, {Name: "c-2"}}
+	c.Annotations = map[string]string{etcdv1beta2.AnnotationDefragmentRequestedAt: "2026-11-27T12:00:00Z"}
+	stale := c.DeepCopy() // the cluster as a cache that missed the patches below shows it
+
+	r.acceptDefragmentRequest(c)
+	rq := c.Status.DefragmentRequest
+	if rq == nil || rq.State != etcdv1beta2.DefragmentRequestPending || !rq.StartedAt.Time.Equal(now.Truncate(time.Second)) {
+		t.Fatalf("a new value: %+v", rq)
+	}
+	r.trackDefragmentRequest(c, cluster.MaintenanceAction{Kind: cluster.MaintenanceDefragment, Pod: "c-1"}, nil)
+	r.settleDefragmentRequest(c)
+	if got := c.Status.DefragmentRequest.Defragmented; !slices.Equal(got, []string{"c-1"}) {
+		t.Fatalf("defragmented %v", got)
+	}
+
+	r.acceptDefragmentRequest(stale)
+	if rq := stale.Status.DefragmentRequest; rq == nil || !slices.Equal(rq.Defragmented, []string{"c-1"}) {
+		t.Fatalf("a stale status starts the round over: %+v", rq)
+	}
+	r.trackDefragmentRequest(stale, cluster.MaintenanceAction{Kind: cluster.MaintenanceRoundDone}, nil)
+	r.settleDefragmentRequest(stale)
+	if stale.Status.LastDefragmentRequest != "2026-11-27T12:00:00Z" || stale.Status.DefragmentRequest != nil {
+		t.Fatalf("round done: last %q, record %+v", stale.Status.LastDefragmentRequest, stale.Status.DefragmentRequest)
+	}
+	if ev := <-rec.Events; !strings.HasPrefix(ev, "Normal DefragmentRequestDone") {
+		t.Fatalf("event %q", ev)
+	}
+	r.acceptDefragmentRequest(c) // still shows the round under way
+	if c.Status.LastDefragmentRequest != "2026-11-27T12:00:00Z" || c.Status.DefragmentRequest != nil {
+		t.Fatalf("a handled round runs again from a stale status: last %q, record %+v", c.Status.LastDefragmentRequest, c.Status.DefragmentRequest)
+	}
+
+	bad := strings.Repeat("not a time ", 10)
+	for range 2 {
+		c.Annotations[etcdv1beta2.AnnotationDefragmentRequestedAt] = bad
+		r.acceptDefragmentRequest(c)
+		r.settleDefragmentRequest(c)
+	}
+	if rq := c.Status.DefragmentRequest; rq == nil || rq.State != etcdv1beta2.DefragmentRequestRefused || len(rq.RequestedAt) > maxRequestValue {
+		t.Fatalf("a bad value: %+v", rq)
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Fatalf("%d events for one bad value, want 1 Warning", n)
+	}
+	if ev := <-rec.Events; !strings.HasPrefix(ev, "Warning "+eventInvalidDefragmentRequest) {
+		t.Fatalf("event %q", ev)
+	}
+
+	delete(c.Annotations, etcdv1beta2.AnnotationDefragmentRequestedAt)
+	r.acceptDefragmentRequest(c)
+	if c.Status.DefragmentRequest != nil || c.Status.LastDefragmentRequest != "2026-11-27T12:00:00Z" {
+		t.Fatalf("annotation removed: last %q, record %+v", c.Status.LastDefragmentRequest, c.Status.DefragmentRequest)
+	}
 }
