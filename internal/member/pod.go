@@ -157,7 +157,7 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 			RestartPolicy:   corev1.RestartPolicyAlways,
 			Containers:      []corev1.Container{container},
 			NodeSelector:    policy.NodeSelector,
-			Tolerations:     policy.Tolerations,
+			Tolerations:     tolerations(policy),
 			SecurityContext: podSecurityContext(policy),
 			// etcd never talks to the Kubernetes API.
 			AutomountServiceAccountToken: ptr.To(false),

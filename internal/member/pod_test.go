@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
@@ -127,5 +128,35 @@ func checkTerm(t *testing.T, term corev1.PodAffinityTerm) {
 	if (term.TopologyKey != TopologyHostname && term.TopologyKey != TopologyZone) || term.LabelSelector == nil ||
 		term.LabelSelector.MatchLabels["etcd_cluster"] != "c" || term.LabelSelector.MatchLabels["app"] != "etcd" {
 		t.Errorf("anti-affinity term %+v, want the cluster's members on a node or zone", term)
+	}
+}
+
+// TestMemberPodNodeLossTolerations: an emptyDir member is evicted from a node that is not ready
+// or unreachable after NodeLossToleration seconds instead of the API server's 300; a member on
+// a volume keeps the default; a toleration of the policy for that taint wins.
+func TestMemberPodNodeLossTolerations(t *testing.T) {
+	user := corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](600)}
+	for _, tc := range []struct {
+		name   string
+		policy *etcdv1beta2.PodPolicy
+		want   map[string]int64 // taint key -> tolerationSeconds
+	}{
+		{"emptyDir", nil, map[string]int64{corev1.TaintNodeNotReady: NodeLossToleration, corev1.TaintNodeUnreachable: NodeLossToleration}},
+		{"volume", &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{}}, map[string]int64{}},
+		{"emptyDir, the policy tolerates unreachable", &etcdv1beta2.PodPolicy{Tolerations: []corev1.Toleration{user}}, map[string]int64{corev1.TaintNodeNotReady: NodeLossToleration, corev1.TaintNodeUnreachable: 600}},
+		{"emptyDir, the policy tolerates everything", &etcdv1beta2.PodPolicy{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}, map[string]int64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: etcdv1beta2.ClusterSpec{Size: 3, Pod: tc.policy}}
+			got := map[string]int64{}
+			for _, tol := range NewPod(c, "c-0", "3.6.16", "new", "").Spec.Tolerations {
+				if tol.Key != "" && tol.TolerationSeconds != nil {
+					got[tol.Key] = *tol.TolerationSeconds
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("tolerationSeconds %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

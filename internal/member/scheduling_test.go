@@ -21,7 +21,8 @@ func TestMemberPodScheduling(t *testing.T) {
 		},
 	}
 	spec := NewPod(c, "c-0", "3.6.16", "new", "c-0=http://c-0:2380").Spec
-	if spec.PriorityClassName != "etcd-critical" || len(spec.Tolerations) != 1 || len(spec.TopologySpreadConstraints) != 2 {
+	// The policy's toleration first, then the emptyDir member's node-loss tolerations.
+	if spec.PriorityClassName != "etcd-critical" || len(spec.Tolerations) != 3 || spec.Tolerations[0].Key != "dedicated" || len(spec.TopologySpreadConstraints) != 2 {
 		t.Fatalf("pod spec %+v", spec)
 	}
 	zone, host := spec.TopologySpreadConstraints[0], spec.TopologySpreadConstraints[1]

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,9 +155,15 @@ func TestPodStuck(t *testing.T) {
 		{"terminating within grace", &deleted, 30, deleted.Add(30*time.Second + podStuckGrace), true, false},
 		{"terminating past grace and podStuckGrace", &deleted, 30, deleted.Add(30*time.Second + podStuckGrace + time.Second), true, true},
 		{"no grace period recorded", &deleted, -1, deleted.Add(podStuckGrace + time.Second), true, true},
+		// The deletion timestamp of an evicted pod is its eviction plus its grace period.
+		{"evicted from a lost node, before its deletion timestamp", &deleted, 30, deleted.Add(-time.Second), true, false},
+		{"evicted from a lost node, past its deletion timestamp", &deleted, 30, deleted.Add(time.Second), true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0"}}
+			if strings.HasPrefix(tc.name, "evicted") {
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"}}
+			}
 			if tc.deletion != nil {
 				p.DeletionTimestamp = &metav1.Time{Time: *tc.deletion}
 			}

@@ -151,11 +151,17 @@ func etcdStarted(p *corev1.Pod) bool {
 
 // podState reduces a member pod to what the planner needs. A pod is stuck once now is past its
 // deletion timestamp plus its grace period plus podStuckGrace (the deletion timestamp already
-// includes the grace period: counting it twice only waits longer).
+// includes the grace period: counting it twice only waits longer); a pod the taint manager
+// evicted from a node that is not ready or unreachable, once past its deletion timestamp: the
+// kubelet that would finish the deletion is the one Kubernetes lost.
 func podState(p *corev1.Pod, now time.Time) cluster.PodState {
 	s := cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p),
 		InitialCluster: member.PodInitialCluster(p)}
 	if p.DeletionTimestamp != nil {
+		if evictedFromLostNode(p) {
+			s.Stuck = now.After(p.DeletionTimestamp.Time)
+			return s
+		}
 		grace := time.Duration(0)
 		if p.DeletionGracePeriodSeconds != nil {
 			grace = time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
@@ -163,6 +169,21 @@ func podState(p *corev1.Pod, now time.Time) cluster.PodState {
 		s.Stuck = now.After(p.DeletionTimestamp.Add(grace + podStuckGrace))
 	}
 	return s
+}
+
+// reasonTaintEviction is the reason of the DisruptionTarget condition the taint manager sets on
+// a pod it deletes (a NoExecute taint it does not tolerate, such as a lost node's).
+const reasonTaintEviction = "DeletionByTaintManager"
+
+// evictedFromLostNode reports whether the taint manager deleted p: its node has a NoExecute
+// taint p no longer tolerates, node.kubernetes.io/not-ready or unreachable for a member.
+func evictedFromLostNode(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == reasonTaintEviction {
+			return true
+		}
+	}
+	return false
 }
 
 // probeMembers asks every started member whose pod (the cluster's own) runs for its status,
