@@ -86,7 +86,7 @@ func (a *App) drillNow(ctx context.Context, args []string) error {
 	if err := a.followDrill(wctx, c, rs, progress); err != nil {
 		return err
 	}
-	res := drillResult(rs)
+	res := etcdv1beta2.DrillResultOf(rs)
 	if *output != "" {
 		if err := writeObject(a.Out, *output, res); err != nil {
 			return err
@@ -202,31 +202,6 @@ func (a *App) followDrill(ctx context.Context, c client.Reader, rs *etcdv1beta2.
 		case <-tick.C:
 		}
 	}
-}
-
-// drillResult is a finished drill's outcome as the schedule records it in status.lastDrill
-// (the backup operator's recordDrill): passed when the restore completed and its verification
-// passed on every member.
-func drillResult(rs *etcdv1beta2.EtcdRestore) *etcdv1beta2.DrillResult {
-	st := &rs.Status
-	res := &etcdv1beta2.DrillResult{
-		Restore:        rs.Name,
-		Backup:         st.BackupLocation,
-		Passed:         meta.IsStatusConditionTrue(st.Conditions, etcdv1beta2.RestoreConditionComplete) && st.Verification != nil && st.Verification.Passed,
-		CompletionTime: st.CompletionTime.DeepCopy(),
-		TimeToRestore:  st.Duration.DeepCopy(),
-		BackupAge:      st.BackupAge.DeepCopy(),
-	}
-	if st.Verification != nil {
-		res.Keys = st.Verification.Keys
-	}
-	if !res.Passed {
-		res.Reason = etcdv1beta2.ReasonVerificationFailed // Complete without a passed verification
-		if c := meta.FindStatusCondition(st.Conditions, etcdv1beta2.RestoreConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
-			res.Reason = c.Reason
-		}
-	}
-	return res
 }
 
 // printDrill prints a drill's outcome: what it restored, the time to restore (RTO) and the

@@ -85,24 +85,7 @@ func drillTime(rs *etcdv1beta2.EtcdRestore) time.Time {
 // the first time it is recorded.
 func (r *Reconciler) recordDrill(s *etcdv1beta2.EtcdBackupSchedule, rs *etcdv1beta2.EtcdRestore) {
 	st := &rs.Status
-	res := &etcdv1beta2.DrillResult{
-		Restore:        rs.Name,
-		Backup:         st.BackupLocation,
-		Passed:         meta.IsStatusConditionTrue(st.Conditions, etcdv1beta2.RestoreConditionComplete) && st.Verification != nil && st.Verification.Passed,
-		CompletionTime: st.CompletionTime.DeepCopy(),
-		TimeToRestore:  st.Duration.DeepCopy(),
-		BackupAge:      st.BackupAge.DeepCopy(),
-	}
-	if st.Verification != nil {
-		res.Keys = st.Verification.Keys
-	}
-	if !res.Passed {
-		if c := meta.FindStatusCondition(st.Conditions, etcdv1beta2.RestoreConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
-			res.Reason = c.Reason
-		} else {
-			res.Reason = etcdv1beta2.ReasonVerificationFailed // Complete without a passed verification
-		}
-	}
+	res := etcdv1beta2.DrillResultOf(rs)
 	prev := s.Status.LastDrill
 	s.Status.LastDrill = res
 	if prev != nil && prev.Restore == res.Restore && prev.Passed == res.Passed {
