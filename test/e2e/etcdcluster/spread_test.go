@@ -60,10 +60,7 @@ func TestSpreadOverNodes(t *testing.T) {
 	f.Create(t, newCluster(ns, "c", 3))
 	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
 
-	onNode := map[string][]string{}
-	for _, p := range memberPods(t, f, ns, "c") {
-		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p.Name)
-	}
+	onNode := membersByNode(t, f, ns, "c")
 	var want string
 	if len(nodes) >= 3 {
 		want = etcdv1beta2.ReasonSurvivesNodeLoss
@@ -118,10 +115,7 @@ func TestDrainMovesOneMemberAtATime(t *testing.T) {
 	ns := f.CreateNamespace(t, "etcd-drain")
 	f.Create(t, newCluster(ns, "c", 5))
 	waitAvailable(t, f, ns, "c", 5, 5*time.Minute)
-	onNode := map[string][]string{}
-	for _, p := range memberPods(t, f, ns, "c") {
-		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p.Name)
-	}
+	onNode := membersByNode(t, f, ns, "c")
 	var node string
 	for n, members := range onNode {
 		if len(members) > len(onNode[node]) || (len(members) == len(onNode[node]) && n < node) {
@@ -199,6 +193,16 @@ func TestDrainMovesOneMemberAtATime(t *testing.T) {
 	if len(c.Status.Members.Unready) > 0 {
 		t.Fatalf("unready members after the drain: %v", c.Status.Members.Unready)
 	}
+}
+
+// membersByNode maps each node to the names of the cluster's member pods on it.
+func membersByNode(t testing.TB, f *framework.Framework, ns, name string) map[string][]string {
+	t.Helper()
+	onNode := map[string][]string{}
+	for _, p := range memberPods(t, f, ns, name) {
+		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p.Name)
+	}
+	return onNode
 }
 
 func podReady(p *corev1.Pod) bool {
