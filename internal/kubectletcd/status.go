@@ -28,8 +28,9 @@ func (a *App) status(ctx context.Context, args []string) error {
 	return nil
 }
 
-// writeStatus renders r: the cluster, its conditions and members, its newest backup, the last
-// restore drill and the last automatic recovery.
+// writeStatus renders r: the cluster (with a requested defragmentation not over yet), its
+// conditions and members, its newest backup, the last restore drill and the last automatic
+// recovery.
 func writeStatus(w io.Writer, r *related, now time.Time) {
 	c, st := r.cluster, &r.cluster.Status
 	tw := table(w)
@@ -49,6 +50,14 @@ func writeStatus(w io.Writer, r *related, now time.Time) {
 	fmt.Fprintf(tw, "Cluster ID:\t%s\n", orDash(st.ClusterID))
 	if st.ServiceName != "" {
 		fmt.Fprintf(tw, "Client service:\t%s:%d\n", st.ServiceName, st.ClientPort)
+	}
+	if d := st.DefragmentRequest; d != nil {
+		// A round asked for with `kubectl etcd defrag` (or the annotation) that is not over.
+		line := fmt.Sprintf("%s, %d of %d members done (requested %s)", d.State, len(d.Defragmented), st.Size, d.RequestedAt)
+		if d.Message != "" {
+			line += ": " + oneLine(d.Message)
+		}
+		fmt.Fprintf(tw, "Defrag:\t%s\n", line)
 	}
 	_ = tw.Flush()
 

@@ -31,6 +31,8 @@ func TestStatus(t *testing.T) {
 			{Name: "main-1", Role: etcdv1beta2.MemberRoleLeader, Version: "3.6.16", DBSize: 20 << 20, DBSizeInUse: 5 << 20, Healthy: true},
 			{Name: "main-2", Role: etcdv1beta2.MemberRoleUnknown, Healthy: false, LastError: "context deadline exceeded"},
 		}},
+		DefragmentRequest: &etcdv1beta2.DefragmentRequestStatus{RequestedAt: "2026-11-27T17:00:00Z", State: etcdv1beta2.DefragmentRequestPending,
+			Defragmented: []string{"main-0"}, Message: "waiting for every member\nto be healthy"},
 		LastRecovery: &etcdv1beta2.RecoveryRecord{RestoreName: "main-recovery-1", QuorumLostAt: ago(now, 48*time.Hour), BackupTime: ago(now, 49*time.Hour), RPOSeconds: 3600, RPORevisions: 42},
 	})
 	newSchedule(t, ns, "nightly", "main", etcdv1beta2.BackupStorageTypeS3, s3Source("bucket/main"), etcdv1beta2.BackupScheduleStatus{
@@ -69,6 +71,7 @@ func TestStatus(t *testing.T) {
 		"time to restore 1m35s",
 		"restore main-recovery-1",
 		"lost at most 3600s and at least 42 revisions",
+		"Defrag:          Pending, 1 of 3 members done (requested 2026-11-27T17:00:00Z): waiting for every member to be healthy",
 	)
 	mustContain(t, r.out, "main-1 Leader 3.6.16 20.0 MiB 5.0 MiB true", "main-0 Follower", "Ready False MemberUnhealthy 10m")
 	if l := line(r.out, "main-2"); !strings.Contains(l, "false") || !strings.Contains(l, "context deadline exceeded") {
