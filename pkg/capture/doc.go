@@ -18,7 +18,8 @@
 //	           the revision), int64 number of revisions (records), int64 number of events,
 //	           then namespace and cluster name, each a uint16 length and its bytes
 //	records    one per revision, in increasing order: uint32 length of the rest, int64
-//	           revision, uint32 number of events, and each event as a uint32 length and an
+//	           revision, int64 time (Unix nanoseconds: when the capturer received it; the
+//	           first and last are the header's), uint32 number of events, and each event as a uint32 length and an
 //	           etcd mvccpb.Event in protobuf (type PUT or DELETE; the KeyValue with key, value,
 //	           create_revision, mod_revision, version and lease; prev_kv when etcd had it)
 //	trailer    the sha256 of every byte before it

@@ -20,7 +20,10 @@ import (
 // Record is one revision of a segment: the events etcd sent for it, in order.
 type Record struct {
 	Revision int64
-	Events   []*mvccpb.Event
+	// Time is when the capturer received the revision (UTC, to the nanosecond): a point-in-time
+	// restore to a time replays the revisions received at or before it.
+	Time   time.Time
+	Events []*mvccpb.Event
 }
 
 // repeatError marks a revision that a segment holds twice in a row (Check reports it as a
@@ -42,13 +45,15 @@ type Reader struct {
 	src  *bufio.Reader
 	hash hash.Hash
 	// in is src through hash: everything before the trailer is read through it.
-	in     io.Reader
-	hdr    Header
-	rec    bytes.Buffer
-	read   int64 // records returned
-	last   int64 // revision of the last record returned
-	events int64
-	err    error
+	in   io.Reader
+	hdr  Header
+	rec  bytes.Buffer
+	read int64 // records returned
+	last int64 // revision of the last record returned
+	// lastTime is the time of the last record returned.
+	lastTime time.Time
+	events   int64
+	err      error
 }
 
 // NewReader reads the header of the segment src holds.
@@ -172,27 +177,27 @@ func (r *Reader) next() (Record, error) {
 		prev = r.last
 	}
 	switch {
-	case r.read == 0 && rec.Revision != r.hdr.FirstRevision:
-		return Record{}, corrupt("first record at revision %d, header says %d", rec.Revision, r.hdr.FirstRevision)
+	case r.read == 0 && (rec.Revision != r.hdr.FirstRevision || !rec.Time.Equal(r.hdr.FirstTime)):
+		return Record{}, corrupt("first record at revision %d received %s, header says %d at %s", rec.Revision, rec.Time, r.hdr.FirstRevision, r.hdr.FirstTime)
 	case rec.Revision == prev:
 		return Record{}, fmt.Errorf("%w: record %d: %w", ErrCorrupt, r.read, &repeatError{rev: rec.Revision})
 	case rec.Revision < prev || rec.Revision > r.hdr.LastRevision:
 		return Record{}, corrupt("record %d at revision %d after %d (header: %d-%d): out of order", r.read, rec.Revision, prev, r.hdr.FirstRevision, r.hdr.LastRevision)
 	}
 	r.read++
-	r.last = rec.Revision
+	r.last, r.lastTime = rec.Revision, rec.Time
 	r.events += int64(len(rec.Events))
 	return rec, nil
 }
 
 func parseRecord(b []byte) (Record, error) {
 	be := binary.BigEndian
-	rev, count := getInt64(b), be.Uint32(b[8:])
+	rev, nanos, count := getInt64(b), getInt64(b[8:]), be.Uint32(b[16:])
 	b = b[recordFixedLen:]
 	if rev < 1 || count == 0 || int64(count) > int64(len(b)/4) {
 		return Record{}, corrupt("record of revision %d with %d events in %d bytes", rev, count, len(b))
 	}
-	rec := Record{Revision: rev, Events: make([]*mvccpb.Event, 0, count)}
+	rec := Record{Revision: rev, Time: time.Unix(0, nanos).UTC(), Events: make([]*mvccpb.Event, 0, count)}
 	for i := range count {
 		if len(b) < 4 || int64(len(b)-4) < int64(be.Uint32(b)) {
 			return Record{}, corrupt("event %d of revision %d cut short", i, rev)
@@ -216,8 +221,9 @@ func parseRecord(b []byte) (Record, error) {
 
 // finish checks the summary against the records, then the trailer, then that nothing follows.
 func (r *Reader) finish() error {
-	if r.last != r.hdr.LastRevision || r.events != r.hdr.Events {
-		return corrupt("records end at revision %d with %d events, header says %d with %d", r.last, r.events, r.hdr.LastRevision, r.hdr.Events)
+	if r.last != r.hdr.LastRevision || r.events != r.hdr.Events || !r.lastTime.Equal(r.hdr.LastTime) {
+		return corrupt("records end at revision %d with %d events (received %s), header says %d with %d (at %s)",
+			r.last, r.events, r.lastTime, r.hdr.LastRevision, r.hdr.Events, r.hdr.LastTime)
 	}
 	sum := r.hash.Sum(nil)
 	var trailer [TrailerSize]byte

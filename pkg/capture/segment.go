@@ -44,8 +44,9 @@ const (
 	maxHeaderLen = fixedHeaderLen + 2*(2+253)
 	// preambleLen is Magic and the uint32 header body length.
 	preambleLen = len(Magic) + 4
-	// recordFixedLen is a record's revision (int64) and event count (uint32).
-	recordFixedLen = 12
+	// recordFixedLen is a record's revision (int64), time (int64, Unix nanoseconds) and event
+	// count (uint32).
+	recordFixedLen = 20
 )
 
 // Header is the summary at the start of a segment.
@@ -132,6 +133,7 @@ func (b *Builder) Append(rev int64, t time.Time, events []*mvccpb.Event) error {
 	start := len(b.buf)
 	b.buf = binary.BigEndian.AppendUint32(b.buf, 0) // the record's length, set below
 	b.buf = appendInt64(b.buf, rev)
+	b.buf = appendInt64(b.buf, t.UnixNano())
 	b.buf = binary.BigEndian.AppendUint32(b.buf, u32(len(events)))
 	for i, ev := range events {
 		if err := checkEvent(ev, rev); err != nil {

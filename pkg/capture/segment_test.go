@@ -106,8 +106,8 @@ func TestSegmentRoundTrip(t *testing.T) {
 		t.Fatalf("read header %+v and %d records, want %+v and %d", h, len(recs), want, len(revs))
 	}
 	for i, rec := range recs {
-		if rec.Revision != revs[i] || fmt.Sprint(eventBytes(t, rec.Events)) != fmt.Sprint(eventBytes(t, testEvents(revs[i], i%4+1))) {
-			t.Fatalf("record %d: revision %d, events %v", i, rec.Revision, rec.Events)
+		if rec.Revision != revs[i] || !rec.Time.Equal(t0.Add(time.Duration(i)*time.Second)) || fmt.Sprint(eventBytes(t, rec.Events)) != fmt.Sprint(eventBytes(t, testEvents(revs[i], i%4+1))) {
+			t.Fatalf("record %d: revision %d received %s, events %v", i, rec.Revision, rec.Time, rec.Events)
 		}
 	}
 	body := seg.Data[:len(seg.Data)-TrailerSize]
@@ -213,6 +213,14 @@ func TestReaderErrors(t *testing.T) {
 		"backwards": {func(b []byte) []byte { setRecordRev(b, 2, 5); return b }, "out of order"},
 		"beyond":    {func(b []byte) []byte { setRecordRev(b, 2, 8); return b }, "out of order"},
 		"first":     {func(b []byte) []byte { setRecordRev(b, 0, 4); return b }, "first record at revision 4"},
+		"first time": {func(b []byte) []byte {
+			putInt64(b[preambleLen+offFirstTime:], t0.Add(-time.Nanosecond).UnixNano())
+			return b
+		}, "first record at revision 5 received"},
+		"last time": {func(b []byte) []byte {
+			putInt64(b[preambleLen+offLastTime:], t0.Add(time.Hour).UnixNano())
+			return b
+		}, "header says 7 with 6 (at 2026-03-29 02:30"},
 		"events": {func(b []byte) []byte {
 			binary.BigEndian.PutUint64(b[preambleLen+offEvents:], 99)
 			return b
@@ -257,6 +265,7 @@ func setRecordRev(data []byte, i int, rev int64) {
 	}
 	var out []byte
 	out = appendInt64(out, rev)
+	out = appendInt64(out, rec.Time.UnixNano())
 	out = binary.BigEndian.AppendUint32(out, u32(len(rec.Events)))
 	for _, ev := range rec.Events {
 		ev.Kv.ModRevision = rev
