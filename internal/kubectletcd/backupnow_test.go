@@ -44,8 +44,7 @@ func TestBackupNow(t *testing.T) {
 			newCluster(t, ns, "main", etcdv1beta2.ClusterStatus{})
 			newSchedule(t, ns, "nightly", "main", etcdv1beta2.BackupStorageTypeS3, s3Source("bucket/main"), etcdv1beta2.BackupScheduleStatus{})
 
-			done := make(chan result, 1)
-			go func() { done <- run(t.Context(), now, ns, "backup", "now", "main", "--wait") }()
+			wait := start(t, now, ns, "backup", "now", "main", "--wait")
 
 			b := &etcdv1beta2.EtcdBackup{}
 			key := client.ObjectKey{Namespace: ns, Name: "nightly-manual-20261127t015300z"}
@@ -61,13 +60,7 @@ func TestBackupNow(t *testing.T) {
 			if err := k8s.Status().Update(t.Context(), b); err != nil {
 				t.Fatal(err)
 			}
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(testutil.Timeout):
-				t.Fatal("backup now --wait did not return after the backup finished")
-			}
-			t.Log("\n" + r.out + r.err)
+			r := wait()
 			if r.code != tc.code {
 				t.Errorf("exit %d, want %d (stderr %q)", r.code, tc.code, r.err)
 			}

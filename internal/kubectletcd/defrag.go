@@ -83,10 +83,7 @@ func (a *App) defrag(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	progress := a.Out
-	if *output != "" {
-		progress = a.Err
-	}
+	progress := a.progress(*output)
 	value := a.Now().UTC().Format(time.RFC3339Nano)
 	if err := requestDefrag(ctx, c, r.cluster, value); err != nil {
 		return err

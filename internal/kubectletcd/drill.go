@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -64,10 +63,7 @@ func (a *App) drillNow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	progress := a.Out
-	if *output != "" {
-		progress = a.Err
-	}
+	progress := a.progress(*output)
 	if err := c.Create(ctx, rs); err != nil {
 		return fmt.Errorf("creating drill EtcdRestore %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
@@ -83,7 +79,10 @@ func (a *App) drillNow(ctx context.Context, args []string) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := a.followDrill(wctx, c, rs, progress); err != nil {
+	if err := a.followRestore(wctx, c, rs, progress, "drill EtcdRestore", drillFinished); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("drill EtcdRestore %s was deleted before it finished", client.ObjectKeyFromObject(rs))
+		}
 		return err
 	}
 	res := etcdv1beta2.DrillResultOf(rs)
@@ -174,34 +173,6 @@ func manualDrill(c client.Client, s *etcdv1beta2.EtcdBackupSchedule, cluster *et
 func drillFinished(rs *etcdv1beta2.EtcdRestore) bool {
 	return meta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionComplete) ||
 		meta.IsStatusConditionTrue(rs.Status.Conditions, etcdv1beta2.RestoreConditionFailed)
-}
-
-// followDrill polls the drill until it finished, printing each new phase to w.
-func (a *App) followDrill(ctx context.Context, c client.Reader, rs *etcdv1beta2.EtcdRestore, w io.Writer) error {
-	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
-	tick := time.NewTicker(a.Interval)
-	defer tick.Stop()
-	last := etcdv1beta2.RestorePhase("")
-	for {
-		if err := c.Get(ctx, key, rs); err != nil {
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("drill EtcdRestore %s was deleted before it finished", key)
-			}
-			return fmt.Errorf("following drill EtcdRestore %s: %w", key, err)
-		}
-		if p := rs.Status.Phase; p != last && p != "" {
-			fmt.Fprintf(w, "phase %s\n", p)
-			last = p
-		}
-		if drillFinished(rs) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for drill EtcdRestore %s (phase %q; is the restore operator running?): %w", key, rs.Status.Phase, ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // printDrill prints a drill's outcome: what it restored, the time to restore (RTO) and the

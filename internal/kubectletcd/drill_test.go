@@ -21,7 +21,8 @@ import (
 // newest successful backup into a scratch cluster of the drill's name, the drill's template
 // and TTL, the drill label, the schedule as controller), follows it, and reports the outcome:
 // PASSED with the time to restore and exit 0, or FAILED with the reason and exit 1; -o json
-// prints the outcome as status.lastDrill records it.
+// prints the outcome as status.lastDrill records it; a drill deleted before it finished is an
+// error saying so.
 func TestDrillNow(t *testing.T) {
 	now := time.Date(2026, 11, 27, 4, 30, 0, 0, time.UTC)
 	passed := etcdv1beta2.RestoreStatus{
@@ -37,6 +38,7 @@ func TestDrillNow(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		status   etcdv1beta2.RestoreStatus
+		deleted  bool // delete the drill instead of finishing it
 		args     []string
 		code     int
 		contains []string
@@ -46,6 +48,7 @@ func TestDrillNow(t *testing.T) {
 		{name: "failed", status: failed, code: 1, contains: []string{"phase Failed",
 			"FAILED: SeedFailed: etcdutl snapshot restore: checksum mismatch", "kubectl describe etcdrestore nightly-drill-29929230"}},
 		{name: "json", status: passed, args: []string{"-o", "json"}, code: 0},
+		{name: "deleted", deleted: true, code: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := testutil.Namespace(t, k8s, "drill")
@@ -57,8 +60,7 @@ func TestDrillNow(t *testing.T) {
 			}
 			newBackup(t, ns, "nightly-1", "main", etcdv1beta2.BackupPhaseCompleted)
 
-			done := make(chan result, 1)
-			go func() { done <- run(t.Context(), now, ns, append([]string{"drill", "now", "main"}, tc.args...)...) }()
+			wait := start(t, now, ns, append([]string{"drill", "now", "main"}, tc.args...)...)
 
 			rs := &etcdv1beta2.EtcdRestore{}
 			name := etcdbackupschedule.DrillName("nightly", now)
@@ -74,19 +76,22 @@ func TestDrillNow(t *testing.T) {
 				rs.Annotations[etcdbackupschedule.ScheduledTimeAnnotation] != "2026-11-27T04:30:00Z" || rs.Annotations[ManualDrillAnnotation] != "true" {
 				t.Errorf("labels %v, annotations %v, owners %v: want the drill label, the schedule as controller, the run's time", rs.Labels, rs.Annotations, rs.OwnerReferences)
 			}
-			rs.Status = tc.status
-			if err := k8s.Status().Update(t.Context(), rs); err != nil {
-				t.Fatal(err)
+			if tc.deleted {
+				if err := k8s.Delete(t.Context(), rs); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				rs.Status = tc.status
+				if err := k8s.Status().Update(t.Context(), rs); err != nil {
+					t.Fatal(err)
+				}
 			}
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(testutil.Timeout):
-				t.Fatal("drill now did not return after the drill finished")
-			}
-			t.Log("\n" + r.out + r.err)
+			r := wait()
 			if r.code != tc.code {
 				t.Errorf("exit %d, want %d (stderr %q)", r.code, tc.code, r.err)
+			}
+			if tc.deleted {
+				mustContain(t, r.err, fmt.Sprintf("error: drill EtcdRestore %s/%s was deleted before it finished", ns, name))
 			}
 			created := fmt.Sprintf("drill %s/%s created: backup nightly-1 (S3://bucket/nightly-1) into scratch cluster %s (template drill-template), deleted 120s after the drill finishes", ns, name, name)
 			if tc.name == "json" {

@@ -62,6 +62,15 @@ func outputFlag(fs *flag.FlagSet) *string {
 	return o
 }
 
+// progress is where a command with -o prints its progress: Out for text, Err for an object on
+// Out.
+func (a *App) progress(output string) io.Writer {
+	if output != "" {
+		return a.Err
+	}
+	return a.Out
+}
+
 // checkOutput refuses an -o value other than json and yaml.
 func (a *App) checkOutput(cmd, o string) error {
 	if o != "" && o != "json" && o != "yaml" {

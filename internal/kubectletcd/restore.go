@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -75,7 +76,10 @@ func (a *App) restore(ctx context.Context, args []string) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	return a.followRestore(wctx, c, rs)
+	if err := a.followRestore(wctx, c, rs, a.Out, "EtcdRestore", restoreFinished); err != nil {
+		return err
+	}
+	return a.printRestore(rs)
 }
 
 // restoreSource is the restore spec naming the backup (backupRef or backupScheduleRef) and a
@@ -126,40 +130,53 @@ func (a *App) confirm(target *etcdv1beta2.EtcdCluster, what string) bool {
 	return strings.TrimSpace(line) == target.Name
 }
 
-// followRestore polls the restore until it Succeeded or Failed, printing each new phase.
-func (a *App) followRestore(ctx context.Context, c client.Reader, rs *etcdv1beta2.EtcdRestore) error {
+// followRestore polls rs until finished(rs), printing each new phase to w; what names rs in the
+// errors ("EtcdRestore", "drill EtcdRestore"). A failed read, NotFound included, is returned
+// wrapped: a caller for which a deletion means something tests it with apierrors.IsNotFound.
+func (a *App) followRestore(ctx context.Context, c client.Reader, rs *etcdv1beta2.EtcdRestore, w io.Writer, what string, finished func(*etcdv1beta2.EtcdRestore) bool) error {
 	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
 	tick := time.NewTicker(a.Interval)
 	defer tick.Stop()
 	last := etcdv1beta2.RestorePhase("")
 	for {
 		if err := c.Get(ctx, key, rs); err != nil {
-			return fmt.Errorf("following EtcdRestore %s: %w", key, err)
+			return fmt.Errorf("following %s %s: %w", what, key, err)
 		}
-		st := &rs.Status
-		if st.Phase != last && st.Phase != "" {
-			fmt.Fprintf(a.Out, "phase %s\n", st.Phase)
-			last = st.Phase
+		if p := rs.Status.Phase; p != last && p != "" {
+			fmt.Fprintf(w, "phase %s\n", p)
+			last = p
 		}
-		switch st.Phase {
-		case etcdv1beta2.RestorePhaseFailed:
-			fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))
-			return errOutcome
-		case etcdv1beta2.RestorePhaseSucceeded:
-			fmt.Fprintf(a.Out, "Succeeded: %s restored at revision %d", orDash(st.BackupLocation), st.RestoredRevision)
-			if st.Duration != nil {
-				fmt.Fprintf(a.Out, " in %s", st.Duration.Duration)
-			}
-			if v := st.Verification; v != nil {
-				fmt.Fprintf(a.Out, ", %d keys verified", v.Keys)
-			}
-			fmt.Fprintln(a.Out)
+		if finished(rs) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for EtcdRestore %s (phase %q; is the restore operator running?): %w", key, st.Phase, ctx.Err())
+			return fmt.Errorf("waiting for %s %s (phase %q; is the restore operator running?): %w", what, key, rs.Status.Phase, ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// restoreFinished reports whether the restore operator is done with rs: phase Succeeded or
+// Failed.
+func restoreFinished(rs *etcdv1beta2.EtcdRestore) bool {
+	return rs.Status.Phase == etcdv1beta2.RestorePhaseSucceeded || rs.Status.Phase == etcdv1beta2.RestorePhaseFailed
+}
+
+// printRestore prints a finished restore; a Failed one is errOutcome.
+func (a *App) printRestore(rs *etcdv1beta2.EtcdRestore) error {
+	st := &rs.Status
+	if st.Phase == etcdv1beta2.RestorePhaseFailed {
+		fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))
+		return errOutcome
+	}
+	fmt.Fprintf(a.Out, "Succeeded: %s restored at revision %d", orDash(st.BackupLocation), st.RestoredRevision)
+	if st.Duration != nil {
+		fmt.Fprintf(a.Out, " in %s", st.Duration.Duration)
+	}
+	if v := st.Verification; v != nil {
+		fmt.Fprintf(a.Out, ", %d keys verified", v.Keys)
+	}
+	fmt.Fprintln(a.Out)
+	return nil
 }

@@ -63,38 +63,45 @@ func TestRestoreInPlace(t *testing.T) {
 }
 
 // TestRestoreInto: restoring into a new name asks nothing (nothing is replaced), uses the
-// cluster as template and the schedule's newest backup, and --wait follows the restore to
-// Succeeded (the test writes the restore operator's status).
+// cluster as template and the schedule's newest backup, and --wait follows the restore to its
+// outcome (the test writes the restore operator's status): Succeeded with what it restored and
+// exit 0, or FAILED with the reason and exit 1.
 func TestRestoreInto(t *testing.T) {
-	ns := testutil.Namespace(t, k8s, "restore")
-	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
-	newCluster(t, ns, "main", etcdv1beta2.ClusterStatus{})
-	newSchedule(t, ns, "nightly", "main", etcdv1beta2.BackupStorageTypeS3, s3Source("bucket/main"), etcdv1beta2.BackupScheduleStatus{
-		LastSuccessfulTime: &metav1.Time{Time: now.Add(-time.Hour)}, LastSuccessfulBackup: "nightly-1", LastSuccessfulLocation: "S3://bucket/main_1"})
+	for _, tc := range []struct {
+		name     string
+		status   etcdv1beta2.RestoreStatus
+		code     int
+		contains []string
+	}{
+		{name: "succeeded", code: 0, status: etcdv1beta2.RestoreStatus{Phase: etcdv1beta2.RestorePhaseSucceeded, Succeeded: true, BackupLocation: "S3://bucket/main_1",
+			RestoredRevision: 1000008000, Duration: &metav1.Duration{Duration: 95 * time.Second}, Verification: &etcdv1beta2.RestoreVerification{Keys: 1200}},
+			contains: []string{"phase Succeeded", "Succeeded: S3://bucket/main_1 restored at revision 1000008000 in 1m35s, 1200 keys verified"}},
+		{name: "failed", code: 1, status: etcdv1beta2.RestoreStatus{Phase: etcdv1beta2.RestorePhaseFailed, Reason: "SeedFailed: etcdutl snapshot restore: checksum mismatch"},
+			contains: []string{"phase Failed", "FAILED: SeedFailed: etcdutl snapshot restore: checksum mismatch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := testutil.Namespace(t, k8s, "restore")
+			now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+			newCluster(t, ns, "main", etcdv1beta2.ClusterStatus{})
+			newSchedule(t, ns, "nightly", "main", etcdv1beta2.BackupStorageTypeS3, s3Source("bucket/main"), etcdv1beta2.BackupScheduleStatus{
+				LastSuccessfulTime: &metav1.Time{Time: now.Add(-time.Hour)}, LastSuccessfulBackup: "nightly-1", LastSuccessfulLocation: "S3://bucket/main_1"})
 
-	done := make(chan result, 1)
-	go func() { done <- run(t.Context(), now, ns, "restore", "main", "--into", "scratch", "--wait") }()
-	rs := &etcdv1beta2.EtcdRestore{}
-	key := client.ObjectKey{Namespace: ns, Name: "scratch-restore-20261127t030000z"}
-	testutil.Eventually(t, testutil.Timeout, "the EtcdRestore", testutil.NoError(func() error { return k8s.Get(t.Context(), key, rs) }))
-	if rs.Spec.EtcdCluster.Name != "scratch" || rs.Spec.ClusterTemplate == nil || rs.Spec.ClusterTemplate.Name != "main" || rs.Spec.BackupScheduleRef == nil || rs.Spec.BackupScheduleRef.Name != "nightly" {
-		t.Errorf("spec %+v, want scratch from template main and schedule nightly", rs.Spec)
+			wait := start(t, now, ns, "restore", "main", "--into", "scratch", "--wait")
+			rs := &etcdv1beta2.EtcdRestore{}
+			key := client.ObjectKey{Namespace: ns, Name: "scratch-restore-20261127t030000z"}
+			testutil.Eventually(t, testutil.Timeout, "the EtcdRestore", testutil.NoError(func() error { return k8s.Get(t.Context(), key, rs) }))
+			if rs.Spec.EtcdCluster.Name != "scratch" || rs.Spec.ClusterTemplate == nil || rs.Spec.ClusterTemplate.Name != "main" || rs.Spec.BackupScheduleRef == nil || rs.Spec.BackupScheduleRef.Name != "nightly" {
+				t.Errorf("spec %+v, want scratch from template main and schedule nightly", rs.Spec)
+			}
+			rs.Status = tc.status
+			if err := k8s.Status().Update(t.Context(), rs); err != nil {
+				t.Fatal(err)
+			}
+			r := wait()
+			if r.code != tc.code || strings.Contains(r.out, "REPLACES") {
+				t.Errorf("exit %d, want %d without a prompt (stderr %q)", r.code, tc.code, r.err)
+			}
+			mustContain(t, r.out, append(tc.contains, "into new cluster scratch (template main)", "the newest backup of schedule nightly (now nightly-1, S3://bucket/main_1")...)
+		})
 	}
-	rs.Status = etcdv1beta2.RestoreStatus{Phase: etcdv1beta2.RestorePhaseSucceeded, Succeeded: true, BackupLocation: "S3://bucket/main_1", RestoredRevision: 1000008000,
-		Duration: &metav1.Duration{Duration: 95 * time.Second}, Verification: &etcdv1beta2.RestoreVerification{Keys: 1200}}
-	if err := k8s.Status().Update(t.Context(), rs); err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(testutil.Timeout):
-		t.Fatal("restore --wait did not return after the restore finished")
-	}
-	t.Log("\n" + r.out + r.err)
-	if r.code != 0 || strings.Contains(r.out, "REPLACES") {
-		t.Errorf("exit %d, want 0 without a prompt", r.code)
-	}
-	mustContain(t, r.out, "into new cluster scratch (template main)", "the newest backup of schedule nightly (now nightly-1, S3://bucket/main_1",
-		"Succeeded: S3://bucket/main_1 restored at revision 1000008000 in 1m35s, 1200 keys verified")
 }

@@ -68,6 +68,25 @@ func runIn(ctx context.Context, now time.Time, ns, in string, args ...string) re
 	return result{out: out.String(), err: errOut.String(), code: code}
 }
 
+// start runs the plugin like run, in the background, for a test that plays an operator while
+// the command follows an object; wait returns the result once the command returned, failing
+// the test when it has not within testutil.Timeout.
+func start(t *testing.T, now time.Time, ns string, args ...string) (wait func() result) {
+	done := make(chan result, 1)
+	go func() { done <- run(t.Context(), now, ns, args...) }()
+	return func() result {
+		t.Helper()
+		select {
+		case r := <-done:
+			t.Log("\n" + r.out + r.err)
+			return r
+		case <-time.After(testutil.Timeout):
+			t.Fatalf("kubectl etcd %s did not return", strings.Join(args, " "))
+			return result{}
+		}
+	}
+}
+
 // newCluster creates EtcdCluster ns/name and writes status through the status subresource.
 func newCluster(t *testing.T, ns, name string, status etcdv1beta2.ClusterStatus) *etcdv1beta2.EtcdCluster {
 	t.Helper()
