@@ -3,7 +3,6 @@ package kvhash_test
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,29 +26,7 @@ func saveSnapshot(t *testing.T, src *keyspace.Source) (string, int64) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	st, err := cli.Status(ctx, src.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := cli.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	file := filepath.Join(t.TempDir(), "snapshot.db")
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(f, rc); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return file, st.Header.Revision
+	return snapshottest.SaveSnapshot(t, cli, src.Endpoint)
 }
 
 // restore runs the release's own `etcdutl snapshot restore` and returns the restored db.

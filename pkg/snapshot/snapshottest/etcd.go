@@ -7,6 +7,7 @@ package snapshottest
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,4 +263,34 @@ func EnableAuth(t testing.TB, cli *clientv3.Client, password string) {
 	if _, err := cli.AuthEnable(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SaveSnapshot streams a snapshot of the member at endpoint into a file, as a backup does (the
+// bbolt file and etcd's sha256 trailer), and returns the file and the member's revision, read
+// just before: the snapshot's revision when nothing writes meanwhile.
+func SaveSnapshot(t testing.TB, cli *clientv3.Client, endpoint string) (string, int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cli.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	file := filepath.Join(t.TempDir(), "snapshot.db")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return file, st.Header.Revision
 }
