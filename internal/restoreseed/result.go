@@ -40,6 +40,9 @@ type Result struct {
 	HashKV uint32 `json:"hashKV,omitempty"`
 	// Keys is how many keys exist at Revision in the restored data.
 	Keys int64 `json:"keys,omitempty"`
+	// PointInTime is what a point-in-time restore replayed onto the backup before restoring it
+	// (nil for a restore of the backup as it is).
+	PointInTime *Replayed `json:"pointInTime,omitempty"`
 	// CompactRevision is the restored data's compaction revision (-1: never compacted).
 	CompactRevision int64 `json:"compactRevision,omitempty"`
 	// Seconds is how long the step took.

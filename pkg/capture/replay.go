@@ -99,17 +99,36 @@ func Replay(ctx context.Context, b backend.Backend, prefix string, id snapshot.I
 	if err != nil {
 		return Replayed{}, err
 	}
-	res := Replayed{From: d.revision + 1, Revision: d.revision}
-	if target.Revision > 0 && target.Revision < d.revision {
-		_ = d.close(true)
-		return res, fmt.Errorf("capture: the data is at revision %d, after the target revision %d: restore an older full backup", d.revision, target.Revision)
-	}
-	err = replaySegments(ctx, b, prefix, id, d, target, ttl, &res)
+	leases := 0
+	res, err := walk(ctx, b, prefix, id, d.revision, target, func(rec Record) error {
+		n, err := d.apply(rec, ttl)
+		leases += n
+		return err
+	})
+	res.Leases = leases
 	if cerr := d.close(err != nil); err == nil && cerr != nil {
 		err = fmt.Errorf("writing %s: %w", path, cerr)
 	}
-	if err != nil {
-		return res, fmt.Errorf("replaying the capture of %s onto revision %d to %s: %w", id.Describe(), res.From-1, target, err)
+	return res, err
+}
+
+// Resolve finds the point Replay would bring data at revision base to, without data: it reads
+// and verifies the segments as Replay does. A restore of several members resolves the target
+// once and replays each member to the revision found, so that all reach the same point while
+// the capture goes on.
+func Resolve(ctx context.Context, b backend.Backend, prefix string, id snapshot.Identity, base int64, target Target) (Replayed, error) {
+	return walk(ctx, b, prefix, id, base, target, nil)
+}
+
+// walk reads the captured records after revision base in order, up to target, calls apply
+// (when not nil) with each, and reports the point reached; see Replay.
+func walk(ctx context.Context, b backend.Backend, prefix string, id snapshot.Identity, base int64, target Target, apply func(Record) error) (Replayed, error) {
+	res := Replayed{From: base + 1, Revision: base}
+	if target.Revision > 0 && target.Revision < base {
+		return res, fmt.Errorf("%w: the data is at revision %d, after the target revision %d: restore an older full backup", ErrNotCaptured, base, target.Revision)
+	}
+	if err := walkSegments(ctx, b, prefix, id, target, apply, &res); err != nil {
+		return res, fmt.Errorf("replaying the capture of %s onto revision %d to %s: %w", id.Describe(), base, target, err)
 	}
 	if target.Revision > 0 && res.Revision < target.Revision && !res.Exact {
 		return res, fmt.Errorf("%w: the capture of %s ends at revision %d, before revision %d", ErrNotCaptured, id.Describe(), res.Revision, target.Revision)
@@ -117,22 +136,22 @@ func Replay(ctx context.Context, b backend.Backend, prefix string, id snapshot.I
 	return res, nil
 }
 
-func replaySegments(ctx context.Context, b backend.Backend, prefix string, id snapshot.Identity, d *dataFile, target Target, ttl int64, res *Replayed) error {
+func walkSegments(ctx context.Context, b backend.Backend, prefix string, id snapshot.Identity, target Target, apply func(Record) error, res *Replayed) error {
 	segs, err := ListSegments(ctx, b, prefix, id)
 	if err != nil {
 		return fmt.Errorf("listing segments: %w", err)
 	}
 	for _, o := range segs {
-		if o.Last <= d.revision {
+		if o.Last <= res.Revision {
 			continue // before the data: overlaps from a resumed capture are skipped
 		}
-		if o.First > d.revision+1 {
+		if o.First > res.Revision+1 {
 			beyond, err := targetBeyond(ctx, b, o, target)
 			if err != nil {
 				return err
 			}
 			if beyond {
-				return fmt.Errorf("%w: revisions %d to %d are missing (the next segment, %s, starts at %d)", ErrNotCaptured, d.revision+1, o.First-1, o.Key, o.First)
+				return fmt.Errorf("%w: revisions %d to %d are missing (the next segment, %s, starts at %d)", ErrNotCaptured, res.Revision+1, o.First-1, o.Key, o.First)
 			}
 			return nil // the target is in the gap: the data stops before it (Exact false)
 		}
@@ -145,17 +164,20 @@ func replaySegments(ctx context.Context, b backend.Backend, prefix string, id sn
 		// Past the target, the rest of the segment is still read, to verify what was applied.
 		past := false
 		_, err := ReadSegment(ctx, b, o, func(rec Record) error {
-			if past || rec.Revision <= d.revision {
+			if past || rec.Revision <= res.Revision {
 				return nil
 			}
 			if !target.includes(rec) {
 				past = true
 				return nil
 			}
-			n, err := d.apply(rec, ttl)
-			res.Leases += n
-			if err != nil {
-				return err
+			if rec.Revision != res.Revision+1 {
+				return fmt.Errorf("%w: revisions %d to %d are missing in segment %s", ErrNotCaptured, res.Revision+1, rec.Revision-1, o.Key)
+			}
+			if apply != nil {
+				if err := apply(rec); err != nil {
+					return err
+				}
 			}
 			res.Revision, res.Time = rec.Revision, rec.Time
 			res.Revisions++

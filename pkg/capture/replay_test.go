@@ -157,6 +157,10 @@ func TestReplayMatchesEtcd(t *testing.T) {
 			t.Fatalf("Replayed %+v, want revisions %d to %d, exact", res, c.snapRev+1, c.mid)
 		}
 		c.sameHash(t, p, c.mid)
+		// Resolve finds the same point without data.
+		if got, err := Resolve(t.Context(), c.b, testPrefix, c.id, c.snapRev, Target{Revision: c.mid}); err != nil || got.Revision != res.Revision || !got.Time.Equal(res.Time) || got.Revisions != res.Revisions || !got.Exact {
+			t.Fatalf("Resolve = %+v, %v; Replay reached %+v", got, err, res)
+		}
 	})
 
 	t.Run("time", func(t *testing.T) {
@@ -196,6 +200,9 @@ func TestReplayMatchesEtcd(t *testing.T) {
 		}
 		if res.Revision != c.end || res.Exact {
 			t.Fatalf("Replayed %+v, want revision %d, not exact (nothing after it)", res, c.end)
+		}
+		if got, err := Resolve(t.Context(), c.b, testPrefix, c.id, c.snapRev, Target{}); err != nil || got.Revision != c.end || got.Exact {
+			t.Fatalf("Resolve = %+v, %v; want revision %d", got, err, c.end)
 		}
 		c.sameHash(t, p, c.end)
 		got := runRestored(t, p)
@@ -249,15 +256,15 @@ func TestReplayRefusesOtherData(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := Replay(t.Context(), c.b, testPrefix, c.id, p, Target{}, ReplayOptions{})
-	if !errors.Is(err, errInconsistent) || res.Revision >= c.end {
-		t.Fatalf("replay onto another cluster's data: %+v, %v; want errInconsistent", res, err)
+	if !errors.Is(err, ErrInconsistent) || res.Revision >= c.end {
+		t.Fatalf("replay onto another cluster's data: %+v, %v; want ErrInconsistent", res, err)
 	}
 	if after, err := kvhash.File(p, 0, kvhash.Options{}); err != nil || after.Hash != before.Hash || after.CurrentRevision != rev {
 		t.Fatalf("the refused replay changed the data: %+v, %v", after, err)
 	}
 
-	if _, _, err := c.replayCopy(t, Target{Revision: c.snapRev - 1}); err == nil {
-		t.Fatal("replay to a revision before the data's succeeded")
+	if _, _, err := c.replayCopy(t, Target{Revision: c.snapRev - 1}); !errors.Is(err, ErrNotCaptured) {
+		t.Fatalf("replay to a revision before the data's: %v, want ErrNotCaptured", err)
 	}
 }
 
@@ -284,6 +291,9 @@ func TestReplayGap(t *testing.T) {
 	for _, target := range []Target{{}, {Revision: gone.Last + 1}, {Revision: gone.First}} {
 		if _, _, err := c.replayCopy(t, target); !errors.Is(err, ErrNotCaptured) {
 			t.Errorf("replay to %s across the gap %d-%d: %v, want ErrNotCaptured", target, gone.First, gone.Last, err)
+		}
+		if _, err := Resolve(t.Context(), c.b, testPrefix, c.id, c.snapRev, target); !errors.Is(err, ErrNotCaptured) {
+			t.Errorf("Resolve to %s across the gap %d-%d: %v, want ErrNotCaptured", target, gone.First, gone.Last, err)
 		}
 	}
 }

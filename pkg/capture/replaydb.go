@@ -32,9 +32,9 @@ const (
 	commitBytes = 32 << 20
 )
 
-// errInconsistent is wrapped when a captured change does not apply to the data: the capture
+// ErrInconsistent is wrapped when a captured change does not apply to the data: the capture
 // is not this data's continuation.
-var errInconsistent = errors.New("the capture does not continue this data")
+var ErrInconsistent = errors.New("capture: the capture does not continue this data")
 
 // keyState is what the replay knows of a key's latest revision: what etcd's key index holds.
 type keyState struct {
@@ -129,11 +129,11 @@ func openData(path string) (*dataFile, error) {
 // to a lease the data does not hold get that lease back, with ttl seconds.
 func (d *dataFile) apply(rec Record, ttl int64) (leases int, err error) {
 	if rec.Revision != d.revision+1 {
-		return 0, fmt.Errorf("%w: revision %d follows data at revision %d", errInconsistent, rec.Revision, d.revision)
+		return 0, fmt.Errorf("%w: revision %d follows data at revision %d", ErrInconsistent, rec.Revision, d.revision)
 	}
 	for i, ev := range rec.Events {
 		if err := d.check(ev); err != nil {
-			return 0, fmt.Errorf("%w: revision %d, event %d: %w", errInconsistent, rec.Revision, i, err)
+			return 0, fmt.Errorf("%w: revision %d, event %d: %w", ErrInconsistent, rec.Revision, i, err)
 		}
 	}
 	if d.tx == nil {

@@ -91,6 +91,10 @@ const (
 	ReasonReconcileError             = "ReconcileError"
 	ReasonBackupNotFound             = "BackupNotFound"
 	ReasonBackupCorrupt              = "BackupCorrupt"
+	// ReasonNotCaptured: a point-in-time restore's target is not in the continuous capture
+	// after the backup (the capture ends, or has a gap, before it), or the capture does not
+	// continue the backup.
+	ReasonNotCaptured = "NotCaptured"
 	ReasonStorageUnreachable         = "StorageUnreachable"
 	ReasonInvalidCredentials         = "InvalidCredentials"
 	// ReasonAmbientCredentialsDenied: a storage block names no credentials Secret, and the
