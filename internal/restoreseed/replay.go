@@ -35,7 +35,7 @@ type Replayed struct {
 // etcd's trailer off first: the file is then a bbolt file that the replay writes into.
 func replay(ctx context.Context, b backend.Backend, key, snap string, size int64, target capture.Target) (*Replayed, error) {
 	prefix, info, ok := snapshot.SplitKey(key)
-	if !ok || !info.Identity.Tagged() {
+	if !ok || !info.Tagged() {
 		return nil, reason.Errorf(etcdv1beta2.ReasonNotCaptured, "backup %s has no cluster identity in its key: no capture can be matched to it", key)
 	}
 	if hasTrailer(size) {

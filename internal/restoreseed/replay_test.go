@@ -3,12 +3,14 @@ package restoreseed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcd-operator/etcd-operator/internal/testutil/poll"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
 	"github.com/etcd-operator/etcd-operator/pkg/capture"
@@ -50,20 +52,18 @@ func TestRestorePointInTime(t *testing.T) {
 	cctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(cctx) }()
-	snapshottest.Put(t, src, "after-", 200, 50)
-	mid := c.Progress().EtcdRevision
-	for mid < bk.Member.Revision+200 {
-		time.Sleep(10 * time.Millisecond)
-		mid = c.Progress().EtcdRevision
-	}
+	snapshottest.Put(t, src, "after-", 200, 50) // revisions R+1 to R+200
+	mid := bk.Member.Revision + 200
 	if _, err := src.Delete(ctx, "key-", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
-	end := bk.Member.Revision + 201
-	for deadline := time.Now().Add(20 * time.Second); c.Progress().UploadedRevision < end; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("capture stuck: %+v", c.Progress())
-		}
+	end := mid + 1
+	err = poll.Until(ctx, 20*time.Millisecond, 20*time.Second, func(context.Context) (bool, error) {
+		p := c.Progress()
+		return p.UploadedRevision >= end, fmt.Errorf("capture progress %+v", p)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {

@@ -94,9 +94,9 @@ const (
 	// ReasonNotCaptured: a point-in-time restore's target is not in the continuous capture
 	// after the backup (the capture ends, or has a gap, before it), or the capture does not
 	// continue the backup.
-	ReasonNotCaptured = "NotCaptured"
-	ReasonStorageUnreachable         = "StorageUnreachable"
-	ReasonInvalidCredentials         = "InvalidCredentials"
+	ReasonNotCaptured        = "NotCaptured"
+	ReasonStorageUnreachable = "StorageUnreachable"
+	ReasonInvalidCredentials = "InvalidCredentials"
 	// ReasonAmbientCredentialsDenied: a storage block names no credentials Secret, and the
 	// operator's own cloud identity is not allowed for that bucket (--ambient-credentials) or
 	// would go to an endpoint the spec names.
