@@ -67,6 +67,9 @@ func Pod(c *etcdv1beta2.EtcdCluster, name string, names []string, src Source, ag
 		"--timeout=" + Timeout(src.Expect.Size).String(),
 		"--bump-revision=" + strconv.FormatInt(src.RevisionBump, 10),
 	}
+	if src.ToRevision > 0 {
+		args = append(args, "--point-in-time", "--to-revision="+strconv.FormatInt(src.ToRevision, 10))
+	}
 	mounts := []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}, {Name: tmpVolume, MountPath: tmpDir}}
 	mounts = append(mounts, etcd.VolumeMounts[0]) // the data volume, at /var/etcd
 	pod.Spec.Volumes = append(pod.Spec.Volumes,

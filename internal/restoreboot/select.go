@@ -60,7 +60,9 @@ const maxSkipped = 16
 // selection (StorageUnreachable: try again later, nothing skipped for it). No backup of want
 // is NoSuccessfulBackup, naming the clusters whose backups are there; backups without a
 // cluster identity (legacy keys) count only when no other cluster's backup shares the prefix.
-func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, now time.Time) (*etcdv1beta2.SelectedBackup, error) {
+//
+// With a point in time (at not nil), only backups taken at or before it count.
+func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, now time.Time, at *etcdv1beta2.PointInTime) (*etcdv1beta2.SelectedBackup, error) {
 	prefix := store.Key
 	objs, err := store.List(ctx, prefix)
 	if err != nil {
@@ -72,8 +74,11 @@ func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, n
 	}
 	var candidates, legacy []retention.Backup
 	var others []string
+	late := 0
 	for _, b := range retention.ParseAt(prefix, objs, now) {
 		switch {
+		case (!b.Tagged() || matches(want, b.Identity)) && !atOrBefore(b, at):
+			late++
 		case b.Tagged() && matches(want, b.Identity):
 			candidates = append(candidates, b)
 		case b.Tagged():
@@ -88,6 +93,9 @@ func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, n
 		candidates = legacy
 	}
 	if len(candidates) == 0 {
+		if late > 0 && len(others) == 0 {
+			return nil, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup, "no backup under %s was taken at or before the point in time %s (%d after it)", store.URL(), Target(at), late)
+		}
 		if len(others) > 0 {
 			return nil, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup, "no backup of %s under %s: the backups there are of other clusters: %s", describe(want), store.URL(), strings.Join(others, ", "))
 		}

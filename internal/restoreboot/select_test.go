@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -46,6 +48,7 @@ func TestSelect(t *testing.T) {
 		name     string
 		objs     []object
 		want     snapshot.Identity
+		at       *etcdv1beta2.PointInTime
 		chosen   string // key; "" when none is
 		skipped  int
 		why      string
@@ -72,6 +75,19 @@ func TestSelect(t *testing.T) {
 		{name: "a legacy backup when no cluster's backup shares the prefix",
 			objs: []object{legacy}, want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
 			chosen: legacy.key},
+		{name: "at a revision: the newest backup at or below it",
+			objs: []object{good(prod, 10, 1), good(prod, 20, 2), good(prod, 30, 3)}, want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
+			at: &etcdv1beta2.PointInTime{Revision: 29}, chosen: good(prod, 20, 2).key},
+		{name: "at a time: the newest backup whole seconds before it",
+			objs: []object{good(prod, 10, 1), good(prod, 20, 2), good(prod, 30, 3)}, want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
+			at: &etcdv1beta2.PointInTime{Time: &metav1.Time{Time: t0.Add(3*time.Hour - time.Second)}}, chosen: good(prod, 20, 2).key},
+		{name: "at a time in the second a backup was taken: not that backup",
+			objs: []object{good(prod, 10, 1), good(prod, 20, 2)}, want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
+			at: &etcdv1beta2.PointInTime{Time: &metav1.Time{Time: t0.Add(2 * time.Hour)}}, chosen: good(prod, 10, 1).key},
+		{name: "every backup after the point",
+			objs: []object{good(prod, 10, 1)}, want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
+			at:  &etcdv1beta2.PointInTime{Revision: 9},
+			why: etcdv1beta2.ReasonNoSuccessfulBackup, inReason: "at or before the point in time revision 9 (1 after it)"},
 		{name: "an empty prefix",
 			want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
 			why:  etcdv1beta2.ReasonNoSuccessfulBackup, inReason: "no backup written by this project"},
@@ -92,7 +108,7 @@ func TestSelect(t *testing.T) {
 				t.Fatal(err)
 			}
 			store := &storage.Store{Backend: b, Location: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "bkt", Key: prefix}}
-			sel, err := Select(ctx, store, tc.want, t0.Add(24*time.Hour))
+			sel, err := Select(ctx, store, tc.want, t0.Add(24*time.Hour), tc.at)
 			if tc.chosen == "" {
 				if err == nil {
 					t.Fatalf("chose %s, want %s", sel.Location, tc.why)

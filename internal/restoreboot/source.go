@@ -18,6 +18,9 @@ type Source struct {
 	Expect restoreseed.Expect
 	// RevisionBump raises the restored revision this far and marks the rest compacted.
 	RevisionBump int64
+	// ToRevision, when positive, is the revision every member replays the capture after the
+	// backup to (pointInTime, resolved: status.restore.pointInTime).
+	ToRevision int64
 }
 
 // FromSpec resolves a cluster's bootstrap.restore.source. A source without a credentials
@@ -49,11 +52,15 @@ func Timeout(size int64) time.Duration {
 }
 
 // FromCluster is the backup every member of c restores: its source's object, or for a Newest
-// source the object recorded in status.restore.selected, pinned to its size and sha256.
+// source the object recorded in status.restore.selected, pinned to its size and sha256; with
+// pointInTime, and the revision it was resolved to.
 func FromCluster(c *etcdv1beta2.EtcdCluster) (Source, error) {
 	src, err := FromSpec(c.Spec.Bootstrap.Restore.Source)
-	if err != nil || !Newest(c) {
+	if err != nil {
 		return src, err
+	}
+	if !Newest(c) {
+		return pinPoint(c, src)
 	}
 	var sel *etcdv1beta2.SelectedBackup
 	if st := c.Status.Restore; st != nil {
@@ -66,6 +73,25 @@ func FromCluster(c *etcdv1beta2.EtcdCluster) (Source, error) {
 		return Source{}, err
 	}
 	src.Expect = restoreseed.Expect{Size: sel.Size, SHA256: sel.SHA256}
+	return pinPoint(c, src)
+}
+
+// pinPoint sets src's replay target from the revision c's pointInTime was resolved to; nothing
+// to replay (the backup is the point) leaves it unset.
+func pinPoint(c *etcdv1beta2.EtcdCluster, src Source) (Source, error) {
+	if c.Spec.Bootstrap.Restore.Source.PointInTime == nil {
+		return src, nil
+	}
+	var pt *etcdv1beta2.RestoredPoint
+	if st := c.Status.Restore; st != nil {
+		pt = st.PointInTime
+	}
+	if pt == nil {
+		return Source{}, reason.Errorf(etcdv1beta2.ReasonRestoring, "the point in time to restore %s to is not resolved yet", src.Loc.URL())
+	}
+	if pt.Revisions > 0 {
+		src.ToRevision = pt.Revision
+	}
 	return src, nil
 }
 

@@ -113,7 +113,7 @@ func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.Et
 	if live.UID != c.UID || live.Status.ClusterID != "" || restoreFailed(live) {
 		return false, nil
 	}
-	if restoreboot.Newest(live) && selected(live) == nil {
+	if choosing(live) {
 		return false, r.selectBackup(ctx, c)
 	}
 	src, err := restoreboot.FromCluster(live)
@@ -131,6 +131,9 @@ func (r *Reconciler) createRestoreMembers(ctx context.Context, c *etcdv1beta2.Et
 	}
 	c.Status.Restore.Members = names
 	c.Status.Restore.Selected = selected(live)
+	if live.Status.Restore != nil {
+		c.Status.Restore.PointInTime = live.Status.Restore.PointInTime
+	}
 	for _, name := range names {
 		if _, ok := obs.pods[name]; ok || slices.Contains(failed, name) {
 			continue

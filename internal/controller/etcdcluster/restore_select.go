@@ -37,12 +37,22 @@ func selected(live *etcdv1beta2.EtcdCluster) *etcdv1beta2.SelectedBackup {
 	return nil
 }
 
+// choice is what selectBackup records before any member exists.
+type choice struct {
+	selected *etcdv1beta2.SelectedBackup
+	point    *etcdv1beta2.RestoredPoint
+}
+
 // selectBackup chooses the backup a source with backupSelection Newest restores
 // (restoreboot.Select: the newest of the wanted cluster under the prefix that reads whole and
-// verifies) and records it in c's status.restore.selected. The read runs in the worker pool,
-// outside the reconcile workers; this pass queues it and the pass the pool's event brings
-// records the outcome. Members are created only on a later pass, from the choice the API
-// server holds (createRestoreMembers reads it live), so they all restore the same object.
+// verifies, at or before the point in time if there is one) and records it in c's
+// status.restore.selected; for a source with pointInTime, it then resolves the point to the
+// revision the capture after that backup reaches (restoreboot.ResolvePoint) and records it in
+// status.restore.pointInTime. The reads run in the worker pool, outside the reconcile
+// workers; this pass queues them and the pass the pool's event brings records the outcome.
+// Members are created only on a later pass, from the choice the API server holds
+// (createRestoreMembers reads it live), so they all restore the same object to the same
+// revision.
 func (r *Reconciler) selectBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	key, token := client.ObjectKeyFromObject(c), string(c.UID)
 	done, pending := r.Pool.Take(key, token)
@@ -68,15 +78,39 @@ func (r *Reconciler) selectBackup(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		}
 		secrets := storage.APISecrets{Reader: r.Client, Namespace: c.Namespace}
 		now := r.Clock.Now()
+		newest, src := restoreboot.Newest(c), c.Spec.Bootstrap.Restore.Source
 		r.Pool.Submit(key, token, func(ctx context.Context) (any, error) {
 			store, err := storage.Open(ctx, base.Loc, secrets, storage.AmbientPolicy{})
 			if err != nil {
 				return nil, err
 			}
 			defer store.Close()
-			return restoreboot.Select(ctx, store, want, now)
+			var ch choice
+			loc, rev := base.Loc, src.Revision
+			if newest {
+				if ch.selected, err = restoreboot.Select(ctx, store, want, now, src.PointInTime); err != nil {
+					return nil, err
+				}
+				if loc, err = loc.At(ch.selected.Location); err != nil {
+					return nil, err
+				}
+				rev = ch.selected.Revision
+			}
+			if src.PointInTime != nil {
+				if ch.point, err = restoreboot.ResolvePoint(ctx, store, loc.Key, rev, src.PointInTime); err != nil {
+					return nil, err
+				}
+			}
+			return ch, nil
 		})
-		setRestored(c, false, etcdv1beta2.ReasonRestoring, fmt.Sprintf("choosing the newest backup of %s/%s under %s: reading it whole", want.Namespace, want.Cluster, base.Loc.URL()))
+		what := fmt.Sprintf("choosing the newest backup of %s/%s under %s: reading it whole", want.Namespace, want.Cluster, base.Loc.URL())
+		if !newest {
+			what = fmt.Sprintf("reading the capture after %s", base.Loc.URL())
+		}
+		if src.PointInTime != nil {
+			what += fmt.Sprintf("; resolving the point in time (%s)", restoreboot.Target(src.PointInTime))
+		}
+		setRestored(c, false, etcdv1beta2.ReasonRestoring, what)
 		return nil
 	}
 	if done.Err != nil {
@@ -92,22 +126,44 @@ func (r *Reconciler) selectBackup(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		setRestored(c, false, why, msg)
 		return reason.Errorf(why, "choosing the backup to restore: %s", msg)
 	}
-	sel := done.Value.(*etcdv1beta2.SelectedBackup)
+	ch := done.Value.(choice)
 	if c.Status.Restore == nil {
 		c.Status.Restore = &etcdv1beta2.ClusterRestoreStatus{}
 	}
-	c.Status.Restore.Selected = sel
-	msg := fmt.Sprintf("Chose %s (%d bytes, sha256 %s, read whole and valid)", sel.Location, sel.Size, sel.SHA256)
-	if len(sel.Skipped) > 0 {
-		r.event(c, corev1.EventTypeWarning, "BackupsSkipped", "Skipped newer backups that do not verify: "+strings.Join(sel.Skipped, "; "))
+	var msgs []string
+	if sel := ch.selected; sel != nil {
+		c.Status.Restore.Selected = sel
+		msg := fmt.Sprintf("Chose %s (%d bytes, sha256 %s, read whole and valid)", sel.Location, sel.Size, sel.SHA256)
+		if len(sel.Skipped) > 0 {
+			r.event(c, corev1.EventTypeWarning, "BackupsSkipped", "Skipped newer backups that do not verify: "+strings.Join(sel.Skipped, "; "))
+		}
+		r.event(c, corev1.EventTypeNormal, "BackupSelected", msg)
+		msgs = append(msgs, msg)
 	}
-	r.event(c, corev1.EventTypeNormal, "BackupSelected", msg)
-	setRestored(c, false, etcdv1beta2.ReasonRestoring, msg+"; creating the members")
+	if pt := ch.point; pt != nil {
+		c.Status.Restore.PointInTime = pt
+		msg := fmt.Sprintf("Resolved the point in time to revision %d: %d captured revisions replayed onto the backup", pt.Revision, pt.Revisions)
+		if pt.Time != nil {
+			msg += fmt.Sprintf(", the last received at %s", pt.Time.UTC().Format(time.RFC3339))
+		}
+		if !pt.Exact {
+			msg += "; the capture ends there, before the target: this is the newest point captured"
+		}
+		r.event(c, corev1.EventTypeNormal, "PointInTimeResolved", msg)
+		msgs = append(msgs, msg)
+	}
+	setRestored(c, false, etcdv1beta2.ReasonRestoring, strings.Join(msgs, "; ")+"; creating the members")
 	return nil
 }
 
-// choosing reports whether c's Newest source has not chosen its backup yet: a failure then
-// (no backup yet, a store that does not answer) is retried, not final.
+// choosing reports whether c's source still has a choice to make before its members exist
+// (the backup of a Newest source, the revision of a pointInTime): a failure then (no backup
+// yet, a store that does not answer, a capture that does not reach the point yet) is retried,
+// not final.
 func choosing(c *etcdv1beta2.EtcdCluster) bool {
-	return restoreboot.Newest(c) && selected(c) == nil
+	if restoreboot.Newest(c) && selected(c) == nil {
+		return true
+	}
+	src := c.Spec.Bootstrap.Restore.Source
+	return src != nil && src.PointInTime != nil && (c.Status.Restore == nil || c.Status.Restore.PointInTime == nil)
 }

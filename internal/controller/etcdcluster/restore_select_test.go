@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/capture"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -161,4 +164,102 @@ func TestNewestSourceWaitsForABackup(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// putCapture writes the capture of id after revision from: one PUT per revision up to to, the
+// revision from+i received at at+i minutes, in segments of ten revisions.
+func putCapture(t *testing.T, b backend.Backend, prefix string, id snapshot.Identity, from, to int64, at time.Time) {
+	t.Helper()
+	bld, err := capture.NewBuilder(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rev := from + 1; rev <= to; rev++ {
+		ev := &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: fmt.Appendf(nil, "/k%d", rev), Value: []byte("v"), CreateRevision: rev, ModRevision: rev, Version: 1}}
+		if err := bld.Append(rev, at.Add(time.Duration(rev-from)*time.Minute), []*mvccpb.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		if bld.Revisions() == 10 || rev == to {
+			seg, err := bld.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Put(t.Context(), seg.Key(prefix), bytes.NewReader(seg.Data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestPointInTimeSourceResolvesOneRevision: a cluster applied with a Newest source and a point
+// in time restores the newest backup taken before that time, resolves the time to one revision
+// of the capture after it before any member exists (status.restore.pointInTime, an event), and
+// every member replays exactly to that revision. A point the capture does not reach creates
+// nothing and says NotCaptured.
+func TestPointInTimeSourceResolvesOneRevision(t *testing.T) {
+	ns := namespace(t, "nokubelet-pitr")
+	bk, b := prefixStore(t, ns)
+	t0 := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
+	own := snapshot.Identity{Namespace: ns, Cluster: "c", ClusterID: 0xa1}
+	key, sum := putBackup(t, b, "etcd/backups", own, 200, t0, 4000, false)
+	putBackup(t, b, "etcd/backups", own, 300, t0.Add(2*time.Hour), 4000, false) // after the point
+	putCapture(t, b, "etcd/backups", own, 200, 240, t0)
+
+	c := newestCluster(ns, bk, "etcd/backups", 3)
+	c.Spec.Bootstrap.Restore.Source.PointInTime = &etcdv1beta2.PointInTime{Time: &metav1.Time{Time: t0.Add(10*time.Minute + 30*time.Second)}}
+	if err := k8s.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	var st *etcdv1beta2.ClusterRestoreStatus
+	testutil.Eventually(t, testutil.Timeout, "the point resolved", testutil.NoError(func() error {
+		st = getCluster(t, ns, "c").Status.Restore
+		if st == nil || st.PointInTime == nil {
+			return fmt.Errorf("status.restore %+v", st)
+		}
+		return nil
+	}))
+	if st.Selected == nil || st.Selected.Revision != 200 {
+		t.Fatalf("chose %+v, want the backup at revision 200 (the one at 300 is after the point)", st.Selected)
+	}
+	if pt := st.PointInTime; pt.Revision != 210 || pt.Revisions != 10 || !pt.Exact || pt.Time == nil || !pt.Time.Equal(&metav1.Time{Time: t0.Add(10 * time.Minute)}) {
+		t.Fatalf("resolved %+v, want revision 210 (10 revisions, received %s), exact", pt, t0.Add(10*time.Minute))
+	}
+	names := []string{"c-0", "c-1", "c-2"}
+	testutil.Eventually(t, testutil.Timeout, "restore member pods", testutil.NoError(func() error {
+		if got := podNames(t, ns); !slices.Equal(got, names) {
+			return fmt.Errorf("pods %v, want %v", got, names)
+		}
+		return nil
+	}))
+	for _, name := range names {
+		p := &corev1.Pod{}
+		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(p.Spec.InitContainers[1].Command, " ")
+		for _, want := range []string{"--sha256=" + sum, key, "--point-in-time --to-revision=210"} {
+			if !strings.Contains(args, want) {
+				t.Fatalf("pod %s restore step %q lacks %q", name, args, want)
+			}
+		}
+	}
+
+	d := newCluster(ns, "d", 1)
+	d.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{Source: &etcdv1beta2.RestoreSource{
+		StorageType: etcdv1beta2.BackupStorageTypeS3, BackupSource: bk.Source(key, "aws"), Revision: 200,
+		PointInTime: &etcdv1beta2.PointInTime{Revision: 250},
+	}}}
+	if err := k8s.Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, testutil.Timeout, "NotCaptured", testutil.NoError(func() error {
+		cond := meta.FindStatusCondition(getCluster(t, ns, "d").Status.Conditions, etcdv1beta2.ClusterConditionRestored)
+		if cond == nil || cond.Reason != etcdv1beta2.ReasonNotCaptured || !strings.Contains(cond.Message, "ends at revision 240") {
+			return fmt.Errorf("Restored %+v", cond)
+		}
+		return nil
+	}))
+	if got := podNames(t, ns); !slices.Equal(got, names) {
+		t.Fatalf("pods %v: the cluster whose point is not captured made some", got)
+	}
 }

@@ -100,6 +100,47 @@ type RestoreSource struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	RevisionBump *int64 `json:"revisionBump,omitempty"`
+	// pointInTime restores the keyspace as it was at a revision or a time after the backup,
+	// by replaying onto the backup the continuous capture stored next to it: the segments under
+	// <prefix>.segments/ of the backup's cluster identity (docs/restore.md, "Point-in-time
+	// restore"). {} restores the newest revision captured. With backupSelection Newest, the
+	// newest backup at or before the target is chosen. The etcd operator resolves the target to
+	// one revision before any member is created (status.restore.pointInTime) and every member
+	// replays to exactly that revision, so they agree while the capture goes on.
+	// +optional
+	PointInTime *PointInTime `json:"pointInTime,omitempty"`
+}
+
+// PointInTime is the point a restore brings the keyspace to; neither field: the newest
+// revision the capture holds.
+// +kubebuilder:validation:XValidation:rule="!(has(self.revision) && has(self.time))",message="pointInTime takes revision or time, not both"
+type PointInTime struct {
+	// revision is the last etcd revision restored: the keyspace exactly as the source cluster
+	// served it at that revision. The capture must reach it.
+	// +kubebuilder:validation:Minimum=2
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// time restores every revision the capture received at or before it (to the second, RFC
+	// 3339). A time past the end of the capture restores the newest revision captured, and
+	// status.restore.pointInTime.exact says so.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// RestoredPoint is the revision a pointInTime source was resolved to.
+type RestoredPoint struct {
+	// revision is the revision the keyspace is restored to, before revisionBump raises it.
+	Revision int64 `json:"revision"`
+	// time is when the capture received that revision.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// revisions is how many revisions are replayed onto the backup.
+	Revisions int64 `json:"revisions"`
+	// exact is true when the capture holds a revision past the target: the keyspace is the one
+	// at the target. False: the capture ends before the target (a time past its end, or the
+	// newest point), and this is the newest revision captured.
+	// +optional
+	Exact bool `json:"exact,omitempty"`
 }
 
 // BackupIdentity names the cluster a backup was taken from, as backup object keys record it
@@ -188,7 +229,8 @@ type ClusterRestoreStatus struct {
 	// revisionBump).
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
-	// backupRevision is the backup snapshot's own newest revision.
+	// backupRevision is the backup snapshot's own newest revision; with pointInTime, the
+	// revision the replay of the capture brought it to (pointInTime.revision).
 	// +optional
 	BackupRevision int64 `json:"backupRevision,omitempty"`
 	// hash is the keyspace hash (etcd's HashKV) at revision that every member serves.
@@ -210,4 +252,8 @@ type ClusterRestoreStatus struct {
 	// is created, and never changed.
 	// +optional
 	Selected *SelectedBackup `json:"selected,omitempty"`
+	// pointInTime is the revision a source with pointInTime was resolved to, before any member
+	// was created; every member replays the capture to it. Set once, never changed.
+	// +optional
+	PointInTime *RestoredPoint `json:"pointInTime,omitempty"`
 }
