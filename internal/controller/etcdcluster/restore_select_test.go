@@ -102,25 +102,7 @@ func TestNewestSourceRestoresTheNewestVerifiedBackup(t *testing.T) {
 	if len(sel.Skipped) != 1 || !strings.Contains(sel.Skipped[0], corruptKey) {
 		t.Fatalf("skipped %v, want the corrupt newer backup %s", sel.Skipped, corruptKey)
 	}
-	names := []string{"c-0", "c-1", "c-2"}
-	testutil.Eventually(t, testutil.Timeout, "restore member pods", testutil.NoError(func() error {
-		if got := podNames(t, ns); !slices.Equal(got, names) {
-			return fmt.Errorf("pods %v, want %v", got, names)
-		}
-		return nil
-	}))
-	for _, name := range names {
-		p := &corev1.Pod{}
-		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
-			t.Fatal(err)
-		}
-		args := strings.Join(p.Spec.InitContainers[1].Command, " ")
-		for _, want := range []string{"--sha256=" + wantSum, "--size=4032", wantKey} {
-			if !strings.Contains(args, want) {
-				t.Fatalf("pod %s restore step %q lacks %q", name, args, want)
-			}
-		}
-	}
+	restoreArgsContain(t, ns, []string{"c-0", "c-1", "c-2"}, "--sha256="+wantSum, "--size=4032", wantKey)
 	// A newer backup arriving later changes nothing: the choice is made once.
 	putBackup(t, b, "etcd/backups", own, 500, time.Now().UTC(), 2000, false)
 	testutil.Consistently(t, 3*time.Second, "the choice stays", testutil.NoError(func() error {
@@ -225,24 +207,7 @@ func TestPointInTimeSourceResolvesOneRevision(t *testing.T) {
 		t.Fatalf("resolved %+v, want revision 210 (10 revisions, received %s), exact", pt, t0.Add(10*time.Minute))
 	}
 	names := []string{"c-0", "c-1", "c-2"}
-	testutil.Eventually(t, testutil.Timeout, "restore member pods", testutil.NoError(func() error {
-		if got := podNames(t, ns); !slices.Equal(got, names) {
-			return fmt.Errorf("pods %v, want %v", got, names)
-		}
-		return nil
-	}))
-	for _, name := range names {
-		p := &corev1.Pod{}
-		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
-			t.Fatal(err)
-		}
-		args := strings.Join(p.Spec.InitContainers[1].Command, " ")
-		for _, want := range []string{"--sha256=" + sum, key, "--point-in-time --to-revision=210"} {
-			if !strings.Contains(args, want) {
-				t.Fatalf("pod %s restore step %q lacks %q", name, args, want)
-			}
-		}
-	}
+	restoreArgsContain(t, ns, names, "--sha256="+sum, key, "--point-in-time --to-revision=210")
 
 	d := newCluster(ns, "d", 1)
 	d.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{Source: &etcdv1beta2.RestoreSource{
@@ -261,5 +226,29 @@ func TestPointInTimeSourceResolvesOneRevision(t *testing.T) {
 	}))
 	if got := podNames(t, ns); !slices.Equal(got, names) {
 		t.Fatalf("pods %v: the cluster whose point is not captured made some", got)
+	}
+}
+
+// restoreArgsContain waits until the pods of the cluster in ns are exactly names and fails
+// unless each one's restore step has every string of want in its command line.
+func restoreArgsContain(t *testing.T, ns string, names []string, want ...string) {
+	t.Helper()
+	testutil.Eventually(t, testutil.Timeout, "restore member pods", testutil.NoError(func() error {
+		if got := podNames(t, ns); !slices.Equal(got, names) {
+			return fmt.Errorf("pods %v, want %v", got, names)
+		}
+		return nil
+	}))
+	for _, name := range names {
+		p := &corev1.Pod{}
+		if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(p.Spec.InitContainers[1].Command, " ")
+		for _, w := range want {
+			if !strings.Contains(args, w) {
+				t.Fatalf("pod %s restore step %q lacks %q", name, args, w)
+			}
+		}
 	}
 }
