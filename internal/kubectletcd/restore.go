@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"strconv"
 	"io"
 	"strings"
 	"time"
@@ -26,9 +27,14 @@ func (a *App) restore(ctx context.Context, args []string) error {
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	wait := fs.Bool("wait", false, "follow the restore until it Succeeded or Failed")
 	timeout := fs.Duration("timeout", time.Hour, "with --wait, how long to follow the restore")
+	to := fs.String("to", "", "restore to a point after the backup with the continuous capture stored next to it: a revision, an RFC 3339 time, or 'captured' for the newest revision captured")
 	pos, err := a.parse(fs, args, 1, "restore <cluster>")
 	if err != nil {
 		return err
+	}
+	point, err := parsePoint(*to)
+	if err != nil {
+		return a.usageError("restore: " + err.Error())
 	}
 	if *backupName != "" && *schedule != "" {
 		return a.usageError("restore: --backup and --schedule exclude each other")
@@ -50,6 +56,10 @@ func (a *App) restore(ctx context.Context, args []string) error {
 		if target, err = getClusterIfExists(ctx, c, r.cluster.Namespace, *into); err != nil {
 			return err
 		}
+	}
+	spec.PointInTime = point
+	if point != nil {
+		what += ", brought to " + *to + " by the capture after it"
 	}
 	spec.EtcdCluster = etcdv1beta2.EtcdClusterRef{Name: r.cluster.Name}
 	if *into != "" {
@@ -179,4 +189,26 @@ func (a *App) printRestore(rs *etcdv1beta2.EtcdRestore) error {
 	}
 	fmt.Fprintln(a.Out)
 	return nil
+}
+
+// parsePoint reads restore's --to: empty (no point in time), "captured" (the newest revision
+// captured), a revision, or an RFC 3339 time.
+func parsePoint(to string) (*etcdv1beta2.PointInTime, error) {
+	switch {
+	case to == "":
+		return nil, nil
+	case to == "captured":
+		return &etcdv1beta2.PointInTime{}, nil
+	}
+	if rev, err := strconv.ParseInt(to, 10, 64); err == nil {
+		if rev < 2 {
+			return nil, fmt.Errorf("--to %d: a revision is at least 2", rev)
+		}
+		return &etcdv1beta2.PointInTime{Revision: rev}, nil
+	}
+	t, err := time.Parse(time.RFC3339, to)
+	if err != nil {
+		return nil, fmt.Errorf("--to %q is not a revision, an RFC 3339 time or 'captured'", to)
+	}
+	return &etcdv1beta2.PointInTime{Time: &metav1.Time{Time: t}}, nil
 }

@@ -60,6 +60,30 @@ func TestRestoreInPlace(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.err, `is "Failed", not Completed`) {
 		t.Errorf("failed backup: exit %d, stderr %q", r.code, r.err)
 	}
+
+	// A point in time: --to a revision, a time, or the newest captured.
+	for to, want := range map[string]etcdv1beta2.PointInTime{
+		"8500":                 {Revision: 8500},
+		"2026-11-27T02:30:00Z": {Time: &metav1.Time{Time: now.Add(-30 * time.Minute)}},
+		"captured":             {},
+	} {
+		before := len(restores())
+		r = run(t.Context(), now.Add(time.Duration(before)*time.Minute), ns, "restore", "main", "--backup", "good", "--to", to, "--yes")
+		mustContain(t, r.out, "brought to "+to+" by the capture after it")
+		got := restores()
+		var made *etcdv1beta2.EtcdRestore
+		for i := range got {
+			if p := got[i].Spec.PointInTime; p != nil && p.Revision == want.Revision && (p.Time == nil) == (want.Time == nil) && (p.Time == nil || p.Time.Equal(want.Time)) {
+				made = &got[i]
+			}
+		}
+		if r.code != 0 || len(got) != before+1 || made == nil {
+			t.Fatalf("--to %s: exit %d (%s), restores %d, none with pointInTime %+v", to, r.code, r.err, len(got), want)
+		}
+	}
+	if r = run(t.Context(), now, ns, "restore", "main", "--backup", "good", "--to", "yesterday", "--yes"); r.code != 2 || !strings.Contains(r.err, "not a revision, an RFC 3339 time or 'captured'") {
+		t.Errorf("--to yesterday: exit %d, stderr %q", r.code, r.err)
+	}
 }
 
 // TestRestoreInto: restoring into a new name asks nothing (nothing is replaced), uses the

@@ -11,7 +11,6 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/capture"
-	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -26,18 +25,18 @@ func Target(at *etcdv1beta2.PointInTime) capture.Target {
 	return t
 }
 
-// atOrBefore reports whether backup b was taken at or before the point at: its revision at or
-// below a target revision; for a target time, taken no later than it (its key's time is cut
-// to the second, so it counts only when the whole second is not after the target).
-func atOrBefore(b retention.Backup, at *etcdv1beta2.PointInTime) bool {
-	if at == nil {
+// TakenBefore reports whether the backup whose key says info was taken at or before the point
+// at (nil: any): its revision at or below a target revision; for a target time, no later than
+// it (the key's time is cut to the second, so it counts only when that whole second is not
+// after the target).
+func TakenBefore(info snapshot.KeyInfo, at *etcdv1beta2.PointInTime) bool {
+	switch {
+	case at == nil:
 		return true
-	}
-	if at.Revision > 0 {
-		return b.Revision > 0 && b.Revision <= at.Revision
-	}
-	if at.Time != nil {
-		return !b.Time.Add(time.Second).After(at.Time.UTC())
+	case at.Revision > 0:
+		return info.Revision > 0 && info.Revision <= at.Revision
+	case at.Time != nil:
+		return !info.Time.Add(time.Second).After(at.Time.UTC())
 	}
 	return true
 }
@@ -54,6 +53,9 @@ func ResolvePoint(ctx context.Context, b backend.Backend, key string, base int64
 	}
 	if base <= 0 {
 		base = info.Revision
+	}
+	if at.Time != nil && !TakenBefore(info, at) {
+		return nil, reason.Errorf(etcdv1beta2.ReasonNotCaptured, "backup %s was taken at %s, not before the point in time %s: restore an older backup", key, info.Time.Format(time.RFC3339), at.Time.UTC().Format(time.RFC3339))
 	}
 	got, err := capture.Resolve(ctx, b, prefix, info.Identity, base, Target(at))
 	if err != nil {

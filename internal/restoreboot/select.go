@@ -77,7 +77,7 @@ func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, n
 	late := 0
 	for _, b := range retention.ParseAt(prefix, objs, now) {
 		switch {
-		case (!b.Tagged() || matches(want, b.Identity)) && !atOrBefore(b, at):
+		case (!b.Tagged() || matches(want, b.Identity)) && !TakenBefore(b.KeyInfo, at):
 			late++
 		case b.Tagged() && matches(want, b.Identity):
 			candidates = append(candidates, b)

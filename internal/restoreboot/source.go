@@ -38,7 +38,13 @@ func FromSpec(s *etcdv1beta2.RestoreSource) (Source, error) {
 	if s.RevisionBump != nil {
 		bump = *s.RevisionBump
 	}
-	return Source{Loc: loc, Expect: restoreseed.Expect{Size: s.Size, SHA256: s.SHA256}, RevisionBump: bump}, nil
+	src := Source{Loc: loc, Expect: restoreseed.Expect{Size: s.Size, SHA256: s.SHA256}, RevisionBump: bump}
+	if s.PointInTime != nil {
+		// A revision is its own resolution (a restore check replays to it); a time or {} is
+		// resolved by the etcd operator first (pinPoint).
+		src.ToRevision = s.PointInTime.Revision
+	}
+	return src, nil
 }
 
 // TimeoutBase is the part of a restore's deadline that does not depend on the backup's size:
@@ -89,6 +95,7 @@ func pinPoint(c *etcdv1beta2.EtcdCluster, src Source) (Source, error) {
 	if pt == nil {
 		return Source{}, reason.Errorf(etcdv1beta2.ReasonRestoring, "the point in time to restore %s to is not resolved yet", src.Loc.URL())
 	}
+	src.ToRevision = 0 // the backup is the point
 	if pt.Revisions > 0 {
 		src.ToRevision = pt.Revision
 	}

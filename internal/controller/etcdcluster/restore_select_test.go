@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
-	"github.com/etcd-operator/etcd-operator/pkg/capture"
+	"github.com/etcd-operator/etcd-operator/pkg/capture/capturetest"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -148,31 +147,6 @@ func TestNewestSourceWaitsForABackup(t *testing.T) {
 	}))
 }
 
-// putCapture writes the capture of id after revision from: one PUT per revision up to to, the
-// revision from+i received at at+i minutes, in segments of ten revisions.
-func putCapture(t *testing.T, b backend.Backend, prefix string, id snapshot.Identity, from, to int64, at time.Time) {
-	t.Helper()
-	bld, err := capture.NewBuilder(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rev := from + 1; rev <= to; rev++ {
-		ev := &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: fmt.Appendf(nil, "/k%d", rev), Value: []byte("v"), CreateRevision: rev, ModRevision: rev, Version: 1}}
-		if err := bld.Append(rev, at.Add(time.Duration(rev-from)*time.Minute), []*mvccpb.Event{ev}); err != nil {
-			t.Fatal(err)
-		}
-		if bld.Revisions() == 10 || rev == to {
-			seg, err := bld.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Put(t.Context(), seg.Key(prefix), bytes.NewReader(seg.Data)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
 // TestPointInTimeSourceResolvesOneRevision: a cluster applied with a Newest source and a point
 // in time restores the newest backup taken before that time, resolves the time to one revision
 // of the capture after it before any member exists (status.restore.pointInTime, an event), and
@@ -185,7 +159,7 @@ func TestPointInTimeSourceResolvesOneRevision(t *testing.T) {
 	own := snapshot.Identity{Namespace: ns, Cluster: "c", ClusterID: 0xa1}
 	key, sum := putBackup(t, b, "etcd/backups", own, 200, t0, 4000, false)
 	putBackup(t, b, "etcd/backups", own, 300, t0.Add(2*time.Hour), 4000, false) // after the point
-	putCapture(t, b, "etcd/backups", own, 200, 240, t0)
+	capturetest.Put(t, b, "etcd/backups", own, 200, 240, t0)
 
 	c := newestCluster(ns, bk, "etcd/backups", 3)
 	c.Spec.Bootstrap.Restore.Source.PointInTime = &etcdv1beta2.PointInTime{Time: &metav1.Time{Time: t0.Add(10*time.Minute + 30*time.Second)}}

@@ -15,5 +15,15 @@ func restoreSource(rs *etcdv1beta2.EtcdRestore, src *source) *etcdv1beta2.Restor
 		Size:         rs.Status.BackupSize,
 		Revision:     rs.Status.BackupRevision,
 		RevisionBump: rs.Spec.RevisionBump,
+		PointInTime:  resolvedPoint(rs),
 	}
+}
+
+// resolvedPoint is the point rs's restored cluster replays the capture to: the revision
+// spec.pointInTime was resolved to, nil when there is nothing to replay.
+func resolvedPoint(rs *etcdv1beta2.EtcdRestore) *etcdv1beta2.PointInTime {
+	if pt := rs.Status.PointInTime; pt != nil && pt.Revisions > 0 {
+		return &etcdv1beta2.PointInTime{Revision: pt.Revision}
+	}
+	return nil
 }

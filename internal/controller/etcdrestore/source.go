@@ -3,6 +3,7 @@ package etcdrestore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -154,6 +156,13 @@ func newestOf(rs *etcdv1beta2.EtcdRestore, prefix, where string, objs []backend.
 	names := []string{rs.Spec.EtcdCluster.Name}
 	if t := rs.Spec.ClusterTemplate; t != nil {
 		names = append(names, t.Name)
+	}
+	if at := rs.Spec.PointInTime; at != nil {
+		// Only backups from before the point: the capture after one brings it there.
+		objs = slices.DeleteFunc(slices.Clone(objs), func(o backend.ObjectInfo) bool {
+			info, ok := keyInfo(o.Key)
+			return ok && !restoreboot.TakenBefore(info, at)
+		})
 	}
 	var others []snapshot.Identity
 	for _, name := range names {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -27,6 +28,8 @@ type checked struct {
 	src  *source
 	got  restoreseed.Fetched
 	took time.Duration
+	// point is what spec.pointInTime resolved to (nil without one).
+	point *etcdv1beta2.RestoredPoint
 }
 
 // verifyBackup finds the backup and reads it whole, checking etcd's trailing checksum and the
@@ -71,12 +74,16 @@ func (r *Reconciler) verifyBackup(ctx context.Context, rs *etcdv1beta2.EtcdResto
 	rs.Status.BackupSize = got.Size
 	rs.Status.BackupSHA256 = got.SHA256
 	rs.Status.BackupRevision = src.revision
+	rs.Status.PointInTime = c.point
 	pin(rs, src)
 	if src.taken != nil {
 		rs.Status.BackupTime = src.taken.DeepCopy()
 		rs.Status.BackupAge = &metav1.Duration{Duration: rs.Status.StartTime.Sub(src.taken.Time).Round(time.Second)}
 	}
 	msg := fmt.Sprintf("%s: %d bytes, sha256 %s, etcd checksum valid (read in %s)", src.loc.URL(), got.Size, got.SHA256, c.took.Round(time.Millisecond))
+	if pt := c.point; pt != nil {
+		msg += fmt.Sprintf("; the point in time resolved to revision %d (%d captured revisions replayed onto the backup, exact: %v)", pt.Revision, pt.Revisions, pt.Exact)
+	}
 	r.setCondition(rs, etcdv1beta2.RestoreConditionBackupVerified, metav1.ConditionTrue, reasonBackupVerified, msg)
 	r.Recorder.Event(rs, corev1.EventTypeNormal, "BackupVerified", msg)
 	r.progress(rs, etcdv1beta2.RestorePhaseSeeding, "backup verified; preparing the cluster")
@@ -108,7 +115,13 @@ func (r *Reconciler) readBackup(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 	if err != nil {
 		return nil, &fetchError{err}
 	}
-	return &checked{src: src, got: got, took: r.now().Sub(start)}, nil
+	c := &checked{src: src, got: got, took: r.now().Sub(start)}
+	if at := rs.Spec.PointInTime; at != nil {
+		if c.point, err = restoreboot.ResolvePoint(vctx, store, src.loc.Key, src.revision, at); err != nil {
+			return nil, &fetchError{err}
+		}
+	}
+	return c, nil
 }
 
 // AnnotationBackupSource is where the previous release pinned the verified backup (an encoded

@@ -107,6 +107,17 @@ type RestoreSpec struct {
 	// +optional
 	RevisionBump *int64 `json:"revisionBump,omitempty"`
 
+	// pointInTime restores the keyspace as it was at a revision or a time after the backup,
+	// by replaying onto it the continuous capture stored next to it (as
+	// bootstrap.restore.source.pointInTime does; {} is the newest revision captured). The
+	// point is resolved to one revision while the backup is verified, before any cluster is
+	// touched: a point the capture does not hold fails the restore (NotCaptured) with the
+	// cluster as it was, and an in-place restore's check replays to it too. The backup is the
+	// one the restore names otherwise (backupRef, backupScheduleRef, the storage block), and
+	// must be from before the point.
+	// +optional
+	PointInTime *PointInTime `json:"pointInTime,omitempty"`
+
 	// ttlSecondsAfterFinished, for a restore into a scratch cluster (clusterTemplate set), deletes
 	// the restored EtcdCluster (and so its pods and volumes) this many seconds after the restore
 	// finished, successfully or not: a restore drill that cleans up after itself. The EtcdRestore
@@ -178,6 +189,11 @@ type RestoreStatus struct {
 	// backupRevision is the etcd revision the backup holds.
 	// +optional
 	BackupRevision int64 `json:"backupRevision,omitempty"`
+
+	// pointInTime is the revision spec.pointInTime was resolved to when the backup was
+	// verified; the restored cluster replays the capture to exactly that revision.
+	// +optional
+	PointInTime *RestoredPoint `json:"pointInTime,omitempty"`
 
 	// restoredRevision is the revision the restored cluster reported when it became Available;
 	// at least backupRevision.

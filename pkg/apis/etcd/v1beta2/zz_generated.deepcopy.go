@@ -1292,6 +1292,11 @@ func (in *RestoreSpec) DeepCopyInto(out *RestoreSpec) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.PointInTime != nil {
+		in, out := &in.PointInTime, &out.PointInTime
+		*out = new(PointInTime)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.TTLSecondsAfterFinished != nil {
 		in, out := &in.TTLSecondsAfterFinished, &out.TTLSecondsAfterFinished
 		*out = new(int32)
@@ -1322,6 +1327,11 @@ func (in *RestoreStatus) DeepCopyInto(out *RestoreStatus) {
 	if in.Source != nil {
 		in, out := &in.Source, &out.Source
 		*out = new(RestoreSource)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.PointInTime != nil {
+		in, out := &in.PointInTime, &out.PointInTime
+		*out = new(RestoredPoint)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.StartTime != nil {
