@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"strconv"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -194,10 +194,10 @@ func (a *App) printRestore(rs *etcdv1beta2.EtcdRestore) error {
 // parsePoint reads restore's --to: empty (no point in time), "captured" (the newest revision
 // captured), a revision, or an RFC 3339 time.
 func parsePoint(to string) (*etcdv1beta2.PointInTime, error) {
-	switch {
-	case to == "":
+	switch to {
+	case "":
 		return nil, nil
-	case to == "captured":
+	case "captured":
 		return &etcdv1beta2.PointInTime{}, nil
 	}
 	if rev, err := strconv.ParseInt(to, 10, 64); err == nil {
