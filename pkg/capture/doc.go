@@ -55,6 +55,18 @@
 //   - An uploaded segment is complete and verified by its trailer; uploads are all-or-nothing
 //     (backend.Backend.Put).
 //
+// # Replay
+//
+// Replay brings a full backup's bbolt file to a target (a revision, a time, or the newest
+// revision captured) by writing the captured changes into it as etcd's store writes them:
+// the same revisions and sub revisions, create revisions and versions, tombstones for
+// deletions, so that etcd run on the result serves the captured cluster's keyspace and HashKV
+// at that revision. Each change is checked against the data's key index before it is written.
+// Resolve finds the revision a target comes to without data, so that the members of one
+// restore all replay to the same revision. A capture may start at the revision a backup's key
+// records (the member's revision reported before the snapshot) + 1: revisions the snapshot
+// already holds are skipped.
+//
 // # Left to the caller
 //
 //   - The full snapshot, and a new one when Run returns ErrCompacted (etcd compacted the

@@ -77,9 +77,9 @@ type Replayed struct {
 // sub revisions, create revisions and versions, so a running etcd on the result serves the
 // keyspace, and HashKV, of the captured cluster at that revision).
 //
-// Every segment is verified (its trailer) before its records count, every change is checked
-// to apply to the data (a put's create revision and version, a deletion of a live key), and
-// the revisions must follow each other without a gap. A target revision the capture does not
+// Every segment is read to its trailer and verified (one that does not verify fails the
+// replay), every change is checked to apply to the data (a put's create revision and version,
+// a deletion of a live key), and the revisions must follow each other without a gap. A target revision the capture does not
 // reach is an error wrapping ErrNotCaptured; a target time past the capture's end replays
 // everything (Replayed.Exact false). On error the file holds part of the replay: discard it.
 //
