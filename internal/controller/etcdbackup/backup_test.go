@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -33,7 +34,7 @@ func newBackup(ns, name string, endpoints []string, bucket *storagetest.Bucket, 
 // objectSHA256 reads the object a backup's status points to and returns its sha256 and size.
 func objectSHA256(t *testing.T, b *etcdv1beta2.EtcdBackup) (string, int64) {
 	t.Helper()
-	store, err := openStore(t.Context(), k8s, b.Namespace, &b.Spec, storage.AmbientPolicy{})
+	store, err := backuptarget.OpenStore(t.Context(), k8s, b.Namespace, &b.Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestPeriodicBackup(t *testing.T) {
 		_ = k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "periodic"}, b)
 		return b.Status.EtcdRevision == 1007, fmt.Sprint(b.Status.EtcdRevision)
 	})
-	store, err := openStore(t.Context(), k8s, ns, &b.Spec, storage.AmbientPolicy{})
+	store, err := backuptarget.OpenStore(t.Context(), k8s, ns, &b.Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestOneShotBackupAuth(t *testing.T) {
 	if got := failedReason(t, refused); got != etcdv1beta2.ReasonAuthFailed || refused.Status.Attempts != 1 {
 		t.Fatalf("without credentials: Failed reason %s after %d attempts, want %s after 1", got, refused.Status.Attempts, etcdv1beta2.ReasonAuthFailed)
 	}
-	store, err := openStore(t.Context(), k8s, ns, &refused.Spec, storage.AmbientPolicy{})
+	store, err := backuptarget.OpenStore(t.Context(), k8s, ns, &refused.Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -21,7 +22,7 @@ import (
 // putObjects writes small objects under keys into the store a backup spec names.
 func putObjects(t *testing.T, ns string, spec *etcdv1beta2.BackupSpec, keys ...string) *storage.Store {
 	t.Helper()
-	store, err := openStore(t.Context(), k8s, ns, spec, storage.AmbientPolicy{})
+	store, err := backuptarget.OpenStore(t.Context(), k8s, ns, spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

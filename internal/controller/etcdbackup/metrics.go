@@ -5,6 +5,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/opmetrics"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/workpool"
@@ -51,7 +52,7 @@ func RegisterMetrics(reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
-	backendMetrics = m
+	backuptarget.InstrumentStores(m)
 	return nil
 }
 

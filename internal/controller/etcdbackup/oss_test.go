@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/restoreseed"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
@@ -103,7 +104,7 @@ func TestOSSPeriodicRetention(t *testing.T) {
 		prev = b.Status.EtcdRevision
 		snapshottest.Put(t, cli, fmt.Sprintf("/w%d/", i), 3, 16)
 	}
-	store, err := openStore(t.Context(), k8s, ns, &b.Spec, storage.AmbientPolicy{})
+	store, err := backuptarget.OpenStore(t.Context(), k8s, ns, &b.Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
@@ -26,11 +27,11 @@ type outcome struct {
 // object taken when it was queued, and changes nothing but the store.
 func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*outcome, error) {
 	spec := &obj.Spec
-	tgt, err := resolveTarget(ctx, r.Client, r.APIReader, obj.Namespace, spec, r.Options.AllowedEtcdEndpoints)
+	tgt, err := backuptarget.Resolve(ctx, r.Client, r.APIReader, obj.Namespace, spec, r.Options.AllowedEtcdEndpoints)
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, r.Client, obj.Namespace, spec, r.Options.Ambient)
+	store, err := backuptarget.OpenStore(ctx, r.Client, obj.Namespace, spec, r.Options.Ambient)
 	if err != nil {
 		return nil, err
 	}
@@ -42,9 +43,9 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	}
 
 	cfg := &snapshot.Config{
-		Endpoints:      tgt.endpoints,
-		Addrs:          tgt.addrs,
-		Access:         tgt.access,
+		Endpoints:      tgt.Endpoints,
+		Addrs:          tgt.Addrs,
+		Access:         tgt.Access,
 		DialTimeout:    r.Options.EtcdDialTimeout,
 		RequestTimeout: r.Options.EtcdRequestTimeout,
 		Now:            r.now,
@@ -65,7 +66,7 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	// prefix never write the same key and retention can tell their backups apart.
 	var id snapshot.Identity
 	if spec.IsPrefixPath() {
-		if id, err = identity(ctx, r.Client, obj, m); err != nil {
+		if id, err = backuptarget.Identity(ctx, r.Client, obj.Namespace, spec, m.ClusterID); err != nil {
 			return nil, err
 		}
 		cfg.Key = func(rev int64, start time.Time) string { return snapshot.ClusterKey(store.Key, id, rev, start) }
@@ -76,7 +77,7 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	}
 	// The metrics' cluster label: the EtcdCluster, or for etcdEndpoints the EtcdBackup's own
 	// name (bounded by objects), never a string from the spec such as an endpoint.
-	cluster := tgt.name
+	cluster := tgt.Name
 	if cluster == "" {
 		cluster = obj.Name
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -57,7 +58,7 @@ func TestPeriodicBackupsOfTwoClustersUnderOnePrefix(t *testing.T) {
 		b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 1}
 		create(t, b)
 	}
-	store, err := openStore(t.Context(), k8s, ns, &newBackup(ns, "", nil, bucket, "shared/etcd.backup", "aws").Spec, storage.AmbientPolicy{})
+	store, err := backuptarget.OpenStore(t.Context(), k8s, ns, &newBackup(ns, "", nil, bucket, "shared/etcd.backup", "aws").Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestPeriodicBackupUnknownCluster(t *testing.T) {
 	b := newBackup(ns, "bare", []string{bare.Endpoint}, bucket, "p/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 1, MaxBackups: 1}
 	create(t, b)
-	store, err := openStore(t.Context(), k8s, ns, &b.Spec, storage.AmbientPolicy{})
+	store, err := backuptarget.OpenStore(t.Context(), k8s, ns, &b.Spec, storage.AmbientPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package etcdbackup
+package backuptarget
 
 import (
 	"context"
@@ -11,13 +11,17 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 )
 
-// metrics of every backend the operator opens, registered once.
+// backendMetrics counts the requests of every store opened after InstrumentStores.
 var backendMetrics *backend.Metrics
 
-// openStore opens the store a backup spec names, with its Secrets from namespace ns (ambient
+// InstrumentStores makes OpenStore count the requests of the stores it opens from now on in m
+// (registered once per binary, by the EtcdBackup controller's metrics).
+func InstrumentStores(m *backend.Metrics) { backendMetrics = m }
+
+// OpenStore opens the store a backup spec names, with its Secrets from namespace ns (ambient
 // credentials only as ambient allows), and counts its requests in the backend metrics. Errors
 // carry a reason (see storage.Open).
-func openStore(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec, ambient storage.AmbientPolicy) (*storage.Store, error) {
+func OpenStore(ctx context.Context, c client.Reader, ns string, spec *etcdv1beta2.BackupSpec, ambient storage.AmbientPolicy) (*storage.Store, error) {
 	loc, err := storage.FromSpec(spec)
 	if err != nil {
 		return nil, err

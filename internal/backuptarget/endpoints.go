@@ -1,9 +1,15 @@
-package etcdbackup
+// Package backuptarget resolves what a backup spec reaches: the etcd members (fenced to the
+// spec's namespace), their client TLS and credentials, the cluster identity, and the store.
+// The EtcdBackup controller and the EtcdBackupSchedule controller's continuous capture share it.
+package backuptarget
 
 import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,32 +25,42 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 )
 
-// target is the cluster a backup reads from.
-type target struct {
-	// name is the EtcdCluster's name, empty for etcdEndpoints.
-	name      string
-	endpoints []string
-	// addrs maps endpoint hosts to the verified pod IPs to dial (snapshot.Config.Addrs).
-	addrs  map[string]string
-	access etcdaccess.Access
+// Target is the cluster a backup (or a continuous capture) reads from.
+type Target struct {
+	// Name is the EtcdCluster's name, empty for etcdEndpoints.
+	Name      string
+	Endpoints []string
+	// Addrs maps endpoint hosts to the verified pod IPs to dial (snapshot.Config.Addrs).
+	Addrs  map[string]string
+	Access etcdaccess.Access
 }
 
-// resolveTarget returns the endpoints, client TLS and credentials of the backup's cluster: etcdEndpoints
+// ClientConfig is the etcd client configuration that reaches t: its endpoints, dialed at the
+// verified addresses, with its TLS and credentials.
+func (t *Target) ClientConfig(dialTimeout time.Duration) clientv3.Config {
+	cfg := t.Access.ClientConfig(t.Endpoints, dialTimeout)
+	if len(t.Addrs) > 0 {
+		cfg.DialOptions = append(cfg.DialOptions, etcdaccess.DialAt(t.Addrs))
+	}
+	return cfg
+}
+
+// Resolve returns the endpoints, client TLS and credentials of the backup's cluster: etcdEndpoints
 // (only in the backup's namespace or allowed, see namespacedEndpoints, and leading only to its
 // pods, see fenceEndpoints), or the named EtcdCluster's member pods (see memberTargets). c is
 // the cache; live reads pods, Services and EndpointSlices around it (the backup operator keeps
 // no cache of them).
-func resolveTarget(ctx context.Context, c, live client.Reader, ns string, spec *etcdv1beta2.BackupSpec, allowed []string) (*target, error) {
-	t := &target{}
+func Resolve(ctx context.Context, c, live client.Reader, ns string, spec *etcdv1beta2.BackupSpec, allowed []string) (*Target, error) {
+	t := &Target{}
 	if spec.EtcdCluster == nil {
 		eps, err := namespacedEndpoints(ns, spec.EtcdEndpoints, allowed)
 		if err != nil {
 			return nil, err
 		}
-		if t.addrs, err = fenceEndpoints(ctx, live, ns, eps); err != nil {
+		if t.Addrs, err = fenceEndpoints(ctx, live, ns, eps); err != nil {
 			return nil, err
 		}
-		t.endpoints = eps
+		t.Endpoints = eps
 	}
 	tlsSecret, authSecret := spec.ClientTLSSecret, ""
 	if spec.Auth != nil {
@@ -58,9 +74,9 @@ func resolveTarget(ctx context.Context, c, live client.Reader, ns string, spec *
 			}
 			return nil, fmt.Errorf("getting EtcdCluster %s/%s: %w", ns, spec.EtcdCluster.Name, err)
 		}
-		t.name = cl.Name
+		t.Name = cl.Name
 		var err error
-		if t.endpoints, t.addrs, err = memberTargets(ctx, live, cl); err != nil {
+		if t.Endpoints, t.Addrs, err = memberTargets(ctx, live, cl); err != nil {
 			return nil, err
 		}
 		if cl.Spec.TLS.IsSecureClient() {
@@ -73,12 +89,12 @@ func resolveTarget(ctx context.Context, c, live client.Reader, ns string, spec *
 	}
 	if tlsSecret != "" {
 		var err error
-		if t.access.TLS, err = kubesecret.ClientTLS(ctx, c, ns, tlsSecret); err != nil {
+		if t.Access.TLS, err = kubesecret.ClientTLS(ctx, c, ns, tlsSecret); err != nil {
 			return nil, err
 		}
 	}
 	if authSecret != "" {
-		if err := kubesecret.Credentials(ctx, c, ns, authSecret, &t.access); err != nil {
+		if err := kubesecret.Credentials(ctx, c, ns, authSecret, &t.Access); err != nil {
 			return nil, err
 		}
 	}

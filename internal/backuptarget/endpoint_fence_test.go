@@ -1,4 +1,4 @@
-package etcdbackup
+package backuptarget
 
 import (
 	"maps"
