@@ -66,6 +66,15 @@ type Config struct {
 	Key func(rev int64, start time.Time) string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// CheckHashKV checks every backup against the live cluster once it is stored: the object
+	// is read back, its keyspace hash computed and compared with the member's HashKV at the
+	// snapshot's revision (see checkHashKV). A difference fails the backup with
+	// ErrHashMismatch and deletes the object; a check that cannot compare is recorded in
+	// Result.HashKV and the backup stands.
+	CheckHashKV bool
+	// TempDir is where the check reads the object back to (it needs the object's size in free
+	// space, per backup running at once); "" means os.TempDir().
+	TempDir string
 }
 
 // Member is what Status reported about one member.
@@ -95,6 +104,8 @@ type Result struct {
 	Duration time.Duration
 	// Timeout is the timeout that applied.
 	Timeout time.Duration
+	// HashKV is the outcome of the check against the live member, when Config.CheckHashKV.
+	HashKV HashKVCheck
 }
 
 func (c *Config) now() time.Time {
@@ -185,7 +196,7 @@ func btoi(b bool) int {
 // Take backs up the cluster into b: it picks a member, streams its snapshot through a
 // VerifyingReader and a read-ahead into b.Put under cfg.Key(revision, start), and returns what
 // was stored. On any error no new object is visible under the key (the backend aborts the
-// upload).
+// upload, or the check against the live member deletes what it found bad).
 func Take(ctx context.Context, cfg *Config, b backend.Backend) (Result, error) {
 	members, err := Members(ctx, cfg)
 	if err != nil {
@@ -198,7 +209,8 @@ func Take(ctx context.Context, cfg *Config, b backend.Backend) (Result, error) {
 	return TakeFrom(ctx, cfg, m, b)
 }
 
-// TakeFrom streams a snapshot of member m (from Members and Pick) into b.
+// TakeFrom streams a snapshot of member m (from Members and Pick) into b and, with
+// cfg.CheckHashKV, checks the stored object against m's HashKV (checkHashKV).
 func TakeFrom(ctx context.Context, cfg *Config, m Member, b backend.Backend) (Result, error) {
 	res := Result{Member: m, Start: cfg.now(), Timeout: cfg.Timeout}
 	if res.Timeout <= 0 {
@@ -234,6 +246,18 @@ func TakeFrom(ctx context.Context, cfg *Config, m Member, b backend.Backend) (Re
 	}
 	res.Size, res.SHA256 = vr.Size(), vr.SHA256()
 	res.Duration = cfg.now().Sub(res.Start)
+	if !cfg.CheckHashKV {
+		return res, nil
+	}
+	if res.HashKV, err = checkHashKV(ctx, cfg, cli, m, b, res.Key); err != nil {
+		// The object was written by this very call (Put replaced whatever was under the key)
+		// and is known bad: leaving it would offer a restore a backup that does not hold the
+		// cluster's keyspace.
+		if derr := b.Delete(context.WithoutCancel(ctx), res.Key); derr != nil {
+			err = fmt.Errorf("%w; deleting it failed too: %w", err, derr)
+		}
+		return res, fmt.Errorf("checking %s against %s: %w", res.Key, m.Endpoint, err)
+	}
 	return res, nil
 }
 
