@@ -27,10 +27,33 @@ var (
 	// ErrConflict: an object other than the segment is stored under the segment's key (two
 	// capturers of one cluster, or a foreign writer). Segments are never overwritten.
 	ErrConflict = errors.New("capture: a different object exists under the segment's key")
+	// ErrClusterChanged: the watch answered from an etcd cluster other than the Identity's
+	// (its cluster ID differs): the members behind the client's endpoints were replaced by
+	// another cluster (a restore, a re-created cluster). Its revisions are not the captured
+	// cluster's and are never appended.
+	ErrClusterChanged = errors.New("capture: the watch answered from another etcd cluster")
 	// ErrOutOfOrder: the watch delivered a revision other than the next one, which etcd
 	// never does: a capture that went on would have a gap or a duplicate.
 	ErrOutOfOrder = errors.New("capture: the watch delivered revisions out of order")
 )
+
+// CompactedError is the error Run returns when etcd compacted the revision to capture next:
+// it wraps ErrCompacted and etcd's own error.
+type CompactedError struct {
+	// Next is the revision the capture needed next.
+	Next int64
+	// CompactRevision is etcd's compaction revision: the oldest revision it still keeps
+	// changes of is CompactRevision + 1.
+	CompactRevision int64
+	// Err is etcd's error (rpctypes.ErrCompacted).
+	Err error
+}
+
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("%v: watching from revision %d, etcd has compacted up to revision %d: %v", ErrCompacted, e.Next, e.CompactRevision, e.Err)
+}
+
+func (e *CompactedError) Unwrap() []error { return []error{ErrCompacted, e.Err} }
 
 // Capturer streams every change of an etcd keyspace into segments (see the package
 // documentation). Create it with New and call Run once.
@@ -76,7 +99,8 @@ func New(cfg Config) (*Capturer, error) {
 // the watch goes on. A watch that fails for any reason but compaction is restarted from the
 // revision after the last one appended.
 //
-// Run returns an error wrapping ErrCompacted, ErrBufferFull, ErrConflict or ErrOutOfOrder, or,
+// Run returns an error wrapping ErrCompacted, ErrBufferFull, ErrConflict, ErrClusterChanged or
+// ErrOutOfOrder, or,
 // when ctx ends, ctx's error. Segments not uploaded by then are dropped (etcd still has their
 // revisions unless it compacted them): the next Capturer starts at LastCaptured + 1.
 func (c *Capturer) Run(ctx context.Context) error {
@@ -143,8 +167,7 @@ func (c *Capturer) watch(ctx context.Context, upErr <-chan error) (retry bool, e
 			case !ok:
 				return true, errors.New("the watch channel closed")
 			case resp.CompactRevision != 0:
-				return false, fmt.Errorf("%w: watching from revision %d, etcd has compacted up to revision %d: %w",
-					ErrCompacted, c.next, resp.CompactRevision, resp.Err())
+				return false, &CompactedError{Next: c.next, CompactRevision: resp.CompactRevision, Err: resp.Err()}
 			case resp.Err() != nil:
 				return true, fmt.Errorf("watching from revision %d: %w", c.next, resp.Err())
 			}
@@ -159,6 +182,9 @@ func (c *Capturer) watch(ctx context.Context, upErr <-chan error) (retry bool, e
 // responses (only a watch WithFragment does), so each revision is complete.
 func (c *Capturer) handle(resp *clientv3.WatchResponse) error {
 	now := c.cfg.Clock.Now()
+	if id := resp.Header.ClusterId; id != c.cfg.Identity.ClusterID {
+		return fmt.Errorf("%w: cluster ID %016x, capturing %s", ErrClusterChanged, id, c.cfg.Identity.Describe())
+	}
 	c.mu.Lock()
 	c.prog.EtcdRevision = max(c.prog.EtcdRevision, resp.Header.Revision)
 	c.mu.Unlock()

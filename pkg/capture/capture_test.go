@@ -103,10 +103,11 @@ func TestCaptureResume(t *testing.T) {
 	})
 	_ = first.stop(t)
 	stopped := first.c.Progress()
-	resumeAt, err := LastCaptured(t.Context(), b, testPrefix, id)
+	stored, err := LastCaptured(t.Context(), b, testPrefix, id)
 	if err != nil {
 		t.Fatal(err)
 	}
+	resumeAt := stored.LastRevision
 	if resumeAt != stopped.UploadedRevision {
 		t.Fatalf("LastCaptured = %d, the stopped capture uploaded up to %d", resumeAt, stopped.UploadedRevision)
 	}

@@ -122,24 +122,24 @@ func TestCheckCountsEvents(t *testing.T) {
 func TestLastCaptured(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
-	if rev, err := LastCaptured(ctx, b, "p", testID); rev != 0 || err != nil {
-		t.Fatalf("LastCaptured of nothing = %d, %v", rev, err)
+	if h, err := LastCaptured(ctx, b, "p", testID); h.LastRevision != 0 || err != nil {
+		t.Fatalf("LastCaptured of nothing = %d, %v", h.LastRevision, err)
 	}
 	keys := store(t, b, span(5, 9), span(10, 30), span(31, 31))
-	if rev, err := LastCaptured(ctx, b, "p", testID); rev != 31 || err != nil {
-		t.Fatalf("LastCaptured = %d, %v; want 31", rev, err)
+	if h, err := LastCaptured(ctx, b, "p", testID); h.LastRevision != 31 || h.LastTime.IsZero() || err != nil {
+		t.Fatalf("LastCaptured = %d at %v, %v; want 31 and its time", h.LastRevision, h.LastTime, err)
 	}
 	rewrite(t, b, keys[2], func(d []byte) []byte { return d[:len(d)-1] })
-	if rev, err := LastCaptured(ctx, b, "p", testID); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("LastCaptured with a truncated newest segment = %d, %v; want ErrCorrupt", rev, err)
+	if h, err := LastCaptured(ctx, b, "p", testID); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("LastCaptured with a truncated newest segment = %d, %v; want ErrCorrupt", h.LastRevision, err)
 	}
 	// A segment whose header disagrees with its key is not valid either.
 	seg := buildSegment(t, testID, 32, 33)
 	if err := b.Put(ctx, SegmentKey("p", testID, 32, 34, t0), bytes.NewReader(seg.Data)); err != nil {
 		t.Fatal(err)
 	}
-	if rev, err := LastCaptured(ctx, b, "p", testID); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("LastCaptured with a mislabelled segment = %d, %v; want ErrCorrupt", rev, err)
+	if h, err := LastCaptured(ctx, b, "p", testID); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("LastCaptured with a mislabelled segment = %d, %v; want ErrCorrupt", h.LastRevision, err)
 	}
 }
 

@@ -29,7 +29,8 @@ func TestCaptureCompacted(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
-	if _, err := cli.Compact(ctx, revision(t, cli)); err != nil {
+	compacted := revision(t, cli)
+	if _, err := cli.Compact(ctx, compacted); err != nil {
 		t.Fatal(err)
 	}
 	b := memory.New()
@@ -37,6 +38,9 @@ func TestCaptureCompacted(t *testing.T) {
 	err := r.result(t, 10*time.Second)
 	if !errors.Is(err, ErrCompacted) || !errors.Is(err, rpctypes.ErrCompacted) || !strings.Contains(err.Error(), fmt.Sprintf("from revision %d", start)) {
 		t.Fatalf("Run = %v; want ErrCompacted from revision %d", err, start)
+	}
+	if ce, ok := errors.AsType[*CompactedError](err); !ok || ce.Next != start || ce.CompactRevision != compacted {
+		t.Fatalf("Run = %#v; want a *CompactedError with Next %d and CompactRevision %d", err, start, compacted)
 	}
 	if objs, _ := b.List(ctx, ""); len(objs) != 0 {
 		t.Fatalf("stored %d objects", len(objs))
@@ -203,4 +207,26 @@ func TestCaptureWatchRestart(t *testing.T) {
 	r.waitUploaded(t, last, 10*time.Second)
 	checkOK(t, b, id, start, last)
 	compareWithEtcd(t, cli, b, id, start, last)
+}
+
+// TestCaptureClusterChanged: a watch answered by another etcd cluster (the members behind the
+// endpoints were replaced, as by a restore) ends Run with ErrClusterChanged, and none of that
+// cluster's revisions is stored under the captured cluster's identity.
+func TestCaptureClusterChanged(t *testing.T) {
+	cli, id := startEtcd(t)
+	start := revision(t, cli) + 1
+	captured := id
+	captured.ClusterID++ // the capture believes it watches another cluster
+	b := memory.New()
+	r := run(t, testConfig(t, cli, b, captured, start))
+	if err := workload(t.Context(), cli, 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	err := r.result(t, 10*time.Second)
+	if !errors.Is(err, ErrClusterChanged) {
+		t.Fatalf("Run = %v; want ErrClusterChanged", err)
+	}
+	if objs, _ := b.List(t.Context(), ""); len(objs) != 0 {
+		t.Fatalf("stored %d objects", len(objs))
+	}
 }

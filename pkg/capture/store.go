@@ -80,22 +80,19 @@ func ReadSegment(ctx context.Context, b backend.Backend, o Object, fn func(Recor
 	}
 }
 
-// LastCaptured returns the last revision that the segments of cluster id under prefix hold:
-// the last revision of the segment that reaches furthest, after verifying that segment (an
-// error wrapping ErrCorrupt when it is not valid). It returns 0 when there is no segment. A
-// Capturer started at the result + 1 continues the capture without gap or duplicate (Check
-// verifies the whole sequence).
-func LastCaptured(ctx context.Context, b backend.Backend, prefix string, id snapshot.Identity) (int64, error) {
+// LastCaptured returns the header of the segment of cluster id under prefix that reaches
+// furthest, after verifying that segment (an error wrapping ErrCorrupt when it is not valid):
+// its LastRevision is the last revision captured, its LastTime when that revision was
+// received. It returns the zero Header when there is no segment. A Capturer started at
+// LastRevision + 1 continues the capture without gap or duplicate (Check verifies the whole
+// sequence).
+func LastCaptured(ctx context.Context, b backend.Backend, prefix string, id snapshot.Identity) (Header, error) {
 	segs, err := ListSegments(ctx, b, prefix, id)
 	if err != nil || len(segs) == 0 {
-		return 0, err
+		return Header{}, err
 	}
 	newest := slices.MaxFunc(segs, func(a, b Object) int {
 		return cmp.Or(cmp.Compare(a.Last, b.Last), cmp.Compare(a.First, b.First))
 	})
-	h, err := ReadSegment(ctx, b, newest, nil)
-	if err != nil {
-		return 0, err
-	}
-	return h.LastRevision, nil
+	return ReadSegment(ctx, b, newest, nil)
 }

@@ -170,6 +170,13 @@ func TestHostileEtcdBackupSchedule(t *testing.T) {
 		{name: "starting deadline that overflows", manifest: schedule(`"0 * * * *"`, "startingDeadlineSeconds: 9223372037"), want: "startingDeadlineSeconds"},
 		{name: "maxAge of a second", manifest: schedule(`"0 * * * *"`, "retention: {maxAge: 1s}"), want: "maxAge must be at least 1m"},
 		{name: "maxAge that overflows", manifest: schedule(`"0 * * * *"`, "retention: {maxAge: 9999999999h}"), want: "maxAge"},
+		{name: "capture segment interval of 0", manifest: schedule(`"0 * * * *"`, "continuousCapture: {segmentIntervalSeconds: 0}"), want: "segmentIntervalSeconds"},
+		{name: "capture segment interval of an hour", manifest: schedule(`"0 * * * *"`, "continuousCapture: {segmentIntervalSeconds: 3600}"), want: "segmentIntervalSeconds"},
+		{name: "capture segments of 1Ki", manifest: schedule(`"0 * * * *"`, "continuousCapture: {maxSegmentSize: 1Ki}"), want: "maxSegmentSize must be at least 64Ki"},
+		{name: "capture buffer of 2Gi", manifest: schedule(`"0 * * * *"`, "continuousCapture: {maxBufferedSize: 2Gi}"), want: "maxBufferedSize must be at most 1Gi"},
+		{name: "capture buffer below the segment size", manifest: schedule(`"0 * * * *"`, "continuousCapture: {maxSegmentSize: 16Mi, maxBufferedSize: 8Mi}"), want: "maxBufferedSize must be at least maxSegmentSize"},
+		{name: "capture with every field is fine", manifest: schedule(`"0 * * * *"`, "continuousCapture: {segmentIntervalSeconds: 10, maxSegmentSize: 4Mi, maxBufferedSize: 32Mi}")},
+		{name: "capture with defaults is fine", manifest: schedule(`"0 * * * *"`, "continuousCapture: {}")},
 		{name: "template timeout of more than a day", manifest: scheduleWithPolicy("backupPolicy: {timeoutInSecond: 100000}"), want: "timeoutInSecond"},
 		{name: "drill ttl of more than 30 days", manifest: scheduleWithDrill(`"0 4 * * 0"`, "\n    ttlSecondsAfterFinished: 2592001"), want: "ttlSecondsAfterFinished"},
 		// Names and references.

@@ -72,7 +72,7 @@ type scheduleCollector struct {
 // RegisterMetrics registers the schedule metrics with reg; every scrape lists the schedules
 // through r (the manager's informer cache).
 func RegisterMetrics(reg prometheus.Registerer, r client.Reader) error {
-	return opmetrics.Register(reg, &scheduleCollector{reader: r, drillSuccess: map[types.UID]time.Time{}})
+	return opmetrics.Register(reg, append(captureCollectors(), &scheduleCollector{reader: r, drillSuccess: map[types.UID]time.Time{}})...)
 }
 
 // SetupMetrics registers the metrics with controller-runtime's registry, which the manager

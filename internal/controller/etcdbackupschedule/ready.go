@@ -23,7 +23,8 @@ func (r *Reconciler) setReady(s *etcdv1beta2.EtcdBackupSchedule, children []etcd
 // scheduleVerdict: Ready while the schedule runs and neither its newest finished backup nor its
 // newest finished drill failed; not Ready, and neither Reconciling nor Stalled, while suspended;
 // Stalled otherwise: an invalid schedule or time zone, a failed backup (until a newer one
-// succeeds), a failed drill (until a newer one passes).
+// succeeds), a failed drill (until a newer one passes); Reconciling while a continuous capture
+// is stopped and retrying (not while it waits for its first full backup).
 func scheduleVerdict(s *etcdv1beta2.EtcdBackupSchedule, children []etcdv1beta2.EtcdBackup) readiness.Verdict {
 	conds := s.Status.Conditions
 	sc := meta.FindStatusCondition(conds, etcdv1beta2.ScheduleConditionScheduling)
@@ -51,6 +52,10 @@ func scheduleVerdict(s *etcdv1beta2.EtcdBackupSchedule, children []etcdv1beta2.E
 	}
 	if d := meta.FindStatusCondition(conds, etcdv1beta2.ScheduleConditionDrillPassed); d != nil && d.Status == metav1.ConditionFalse && d.Reason == etcdv1beta2.ReasonDrillFailed {
 		return readiness.Verdict{State: readiness.Stalled, Reason: d.Reason, Message: d.Message}
+	}
+	// A capture that stopped retries by itself; one that waits for its full backup is on its way.
+	if c := meta.FindStatusCondition(conds, etcdv1beta2.ScheduleConditionCapturing); c != nil && c.Status == metav1.ConditionFalse && c.Reason != etcdv1beta2.ReasonWaitingForBackup {
+		return readiness.Verdict{State: readiness.Reconciling, Reason: c.Reason, Message: "Continuous capture: " + c.Message}
 	}
 	msg := sc.Message
 	if n := s.Status.LastSuccessfulBackup; n != "" {

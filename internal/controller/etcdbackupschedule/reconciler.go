@@ -14,6 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
@@ -45,6 +47,8 @@ type Reconciler struct {
 	Options  *options.Options
 	// retention deletes old backups and remembers whom it told about legacy objects.
 	retention storage.Retention
+	// captures runs the continuous captures (spec.continuousCapture); set by SetupWithManager.
+	captures *captures
 	// Now returns the current time; nil means time.Now. The controller reads it once per
 	// pass; tests move a fake clock and never sleep.
 	Now func() time.Time
@@ -57,12 +61,18 @@ func Setup(mgr ctrl.Manager, opts *options.Options) error {
 }
 
 // SetupWithManager registers r with the manager; it watches the EtcdBackups and the drill
-// EtcdRestores it owns.
+// EtcdRestores it owns, and the state changes of the continuous captures it runs (a
+// leader-elected Runnable added to the manager).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.captures = newCaptures(mgr.GetClient(), mgr.GetAPIReader(), r.Options)
+	if err := mgr.Add(r.captures); err != nil {
+		return fmt.Errorf("adding the continuous captures: %w", err)
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdBackupSchedule{}).
 		Owns(&etcdv1beta2.EtcdBackup{}).
 		Owns(&etcdv1beta2.EtcdRestore{}).
+		WatchesRawSource(source.Channel(r.captures.events, &handler.TypedEnqueueRequestForObject[*etcdv1beta2.EtcdBackupSchedule]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 	if err != nil {
@@ -89,14 +99,17 @@ func (r *Reconciler) now() time.Time {
 //  4. Suspended -> Scheduling=False Suspended, no runs.
 //  5. Plan at the clock's now from lastScheduleTime: create the due run's EtcdBackup (one
 //     deterministic name per run, so retries never duplicate) subject to concurrencyPolicy.
-//  6. The same for restoreDrill: create the due drill's EtcdRestore, one at a time.
-//  7. Ready (with Stalled) from Scheduling, the newest finished backup and DrillPassed; one
+//  6. With continuousCapture: run the capture (capture.go; stopped while not Scheduling),
+//     record where it stands, and start a full backup when it has none to continue.
+//  7. The same for restoreDrill: create the due drill's EtcdRestore, one at a time.
+//  8. Ready (with Stalled) from Scheduling, the newest finished backup and DrillPassed; one
 //     deferred status patch; RequeueAfter until the next run or drill (or until the newest
 //     backup turns stale, if sooner).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	s := &etcdv1beta2.EtcdBackupSchedule{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.captures.stop(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdBackupSchedule %s: %w", req.NamespacedName, err)
@@ -126,18 +139,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	sched, ok := r.parse(s)
 	if !ok {
 		s.Status.NextDrillTime = nil
-		return ctrl.Result{}, nil
+		_, err := r.reconcileCapture(ctx, s, false, base.Status.LastSuccessfulBackup, now)
+		return ctrl.Result{}, err
 	}
 	if s.Spec.Suspend != nil && *s.Spec.Suspend {
-		r.setScheduling(s, false, etcdv1beta2.ReasonScheduleSuspended, "spec.suspend is true: no backups or restore drills are started")
+		r.setScheduling(s, false, etcdv1beta2.ReasonScheduleSuspended, "spec.suspend is true: no backups, restore drills or captures are started")
 		s.Status.NextScheduleTime, s.Status.NextDrillTime = nil, nil
 		r.setFreshness(s, sched, now)
 		s.Status.ObservedGeneration = s.Generation
-		return ctrl.Result{}, nil
+		_, err := r.reconcileCapture(ctx, s, false, base.Status.LastSuccessfulBackup, now)
+		return ctrl.Result{}, err
 	}
 	result, err := r.runIfDue(ctx, s, sched, children, now)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if next, err := r.reconcileCapture(ctx, s, true, base.Status.LastSuccessfulBackup, now); err != nil {
+		return ctrl.Result{}, err
+	} else if next > 0 && next < result.RequeueAfter {
+		result.RequeueAfter = next
 	}
 	if next, err := r.drillIfDue(ctx, s, drills, now); err != nil {
 		return ctrl.Result{}, err

@@ -4,8 +4,11 @@ import (
 	"context"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/capture"
 	"github.com/etcd-operator/etcd-operator/pkg/retention"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -43,6 +46,38 @@ func (r *Reconciler) applyRetention(ctx context.Context, s *etcdv1beta2.EtcdBack
 		}
 	}
 	r.retention.Apply(ctx, r.Recorder, s, store, req)
+	if req.Owner.Tagged() {
+		r.pruneSegments(ctx, s, store, req.Owner)
+	}
+}
+
+// pruneSegments deletes the continuous-capture segments under the template's path that no
+// backup left needs (capture.Prune), for the cluster of the newest successful backup (owner;
+// by name, so the segments of its earlier cluster IDs go once their backups are gone). Runs
+// after backup retention, also when the capture was turned off since. A failure is a Warning
+// event, retried after the next success.
+func (r *Reconciler) pruneSegments(ctx context.Context, s *etcdv1beta2.EtcdBackupSchedule, store *storage.Store, owner snapshot.Identity) {
+	ctx, cancel := context.WithTimeout(ctx, storage.DefaultRetentionTimeout)
+	defer cancel()
+	infos, err := store.List(ctx, store.Key)
+	if err != nil {
+		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Listing the backups to prune capture segments: %v", err)
+		return
+	}
+	oldest := map[snapshot.Identity]int64{}
+	for _, b := range retention.Parse(store.Key, infos) {
+		if rev, ok := oldest[b.Identity]; b.Tagged() && (!ok || b.Revision < rev) {
+			oldest[b.Identity] = b.Revision
+		}
+	}
+	deleted, err := capture.Prune(ctx, store, store.Key, owner.Same, oldest)
+	if len(deleted) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Deleted capture segments no backup needs", "count", len(deleted), "cluster", owner.Describe())
+		r.Recorder.Eventf(s, "Normal", "RetentionApplied", "Deleted %d continuous-capture segments of %s that no backup kept needs", len(deleted), owner.Describe())
+	}
+	if err != nil {
+		r.Recorder.Eventf(s, "Warning", "RetentionFailed", "Deleting capture segments: %v", err)
+	}
 }
 
 // openTemplateStore opens the store of the schedule's backup template.

@@ -244,4 +244,26 @@ const (
 	// ScheduleConditionDrillPassed is True when the newest finished restore drill restored the
 	// backup and verified it; False with the drill's failure reason otherwise.
 	ScheduleConditionDrillPassed = "DrillPassed"
+	// ScheduleConditionCapturing, with spec.continuousCapture, is True while the capture runs
+	// and stores its segments (reason Capturing); False with WaitingForBackup (no full backup
+	// of the cluster to continue yet, or etcd compacted the revisions after the newest one: a
+	// new full backup was requested), EtcdUnreachable, StorageUnreachable (the segments
+	// waiting for the store passed maxBufferedSize), AuthFailed, InvalidCredentials or
+	// CaptureConflict. The capture retries by itself.
+	ScheduleConditionCapturing = "Capturing"
+)
+
+// Reasons of the Capturing condition.
+const (
+	// ReasonCapturing: the capture runs; the message gives the newest revision stored.
+	ReasonCapturing = "Capturing"
+	// ReasonWaitingForBackup: the capture has no full backup of the cluster to continue (none
+	// yet, the cluster has a new cluster ID, or etcd compacted the revisions after the newest
+	// one and the last one captured); the schedule starts a full backup and the capture
+	// continues it.
+	ReasonWaitingForBackup = "WaitingForBackup"
+	// ReasonCaptureConflict: an object other than the segment is stored under a segment's key:
+	// another capture of the same cluster writes under the prefix. Segments are never
+	// overwritten.
+	ReasonCaptureConflict = "CaptureConflict"
 )

@@ -1,6 +1,7 @@
 package v1beta2
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,9 +18,11 @@ import (
 // +kubebuilder:printcolumn:name="Fresh",type=string,JSONPath=`.status.conditions[?(@.type=="BackupFresh")].status`,description="Newest successful backup is as recent as the schedule promises"
 // +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessfulTime`
 // +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Captured",type=date,JSONPath=`.status.capture.capturedTime`,description="When the continuous capture received the newest revision it stored",priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it becomes the value of the etcd.database.coreos.com/schedule label on every backup"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.continuousCapture) || !has(self.spec.continuousCapture.maxSegmentSize) || !has(self.spec.continuousCapture.maxBufferedSize) || quantity(self.spec.continuousCapture.maxSegmentSize).compareTo(quantity(self.spec.continuousCapture.maxBufferedSize)) <= 0",message="continuousCapture.maxBufferedSize must be at least maxSegmentSize"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.restoreDrill) || has(self.spec.restoreDrill.clusterTemplate) || has(self.spec.backupTemplate.spec.etcdCluster)",message="restoreDrill needs clusterTemplate when the backups are taken through etcdEndpoints: the scratch cluster copies an EtcdCluster's spec"
 type EtcdBackupSchedule struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -103,6 +106,74 @@ type BackupScheduleSpec struct {
 	// person. Its outcome is in status.lastDrill and the DrillPassed condition.
 	// +optional
 	RestoreDrill *RestoreDrillSpec `json:"restoreDrill,omitempty"`
+
+	// continuousCapture, when set, streams every change of the cluster between its full backups
+	// into verified segments stored next to them (under the template's path): the recovery point
+	// becomes seconds instead of the schedule's interval, and a restore can reach any revision
+	// or time captured after a full backup kept (bootstrap.restore.pointInTime, EtcdRestore
+	// spec.pointInTime). The backup operator watches the cluster from the newest full backup's
+	// revision; without one (or when etcd compacted the revisions the capture needs next) it
+	// starts a full backup at once. Retention deletes the segments no retained backup needs.
+	// Status in status.capture and the Capturing condition. See docs/backups.md.
+	// +optional
+	ContinuousCapture *ContinuousCaptureSpec `json:"continuousCapture,omitempty"`
+}
+
+// ContinuousCaptureSpec tunes the continuous capture of a schedule's cluster. The defaults suit
+// most clusters; all fields are optional.
+type ContinuousCaptureSpec struct {
+	// segmentIntervalSeconds is the longest a segment stays open after its first change: the
+	// capture's recovery point objective, plus the upload. Default 5.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	// +kubebuilder:default=5
+	// +optional
+	SegmentIntervalSeconds *int32 `json:"segmentIntervalSeconds,omitempty"`
+
+	// maxSegmentSize closes a segment once it holds this many bytes (it may exceed it by one
+	// revision). Default 8Mi; between 64Ki and 256Mi.
+	// +kubebuilder:validation:XValidation:rule="quantity(self).isGreaterThan(quantity('64Ki')) || quantity(self).compareTo(quantity('64Ki')) == 0",message="maxSegmentSize must be at least 64Ki"
+	// +kubebuilder:validation:XValidation:rule="quantity(self).isLessThan(quantity('256Mi')) || quantity(self).compareTo(quantity('256Mi')) == 0",message="maxSegmentSize must be at most 256Mi"
+	// +optional
+	MaxSegmentSize *resource.Quantity `json:"maxSegmentSize,omitempty"`
+
+	// maxBufferedSize bounds the closed segments the operator holds in memory while the store
+	// fails. Beyond it the capture stops (Capturing False, StorageUnreachable) and resumes from
+	// the last revision stored once the store answers, as long as etcd still has the revisions
+	// after it (otherwise a new full backup is taken). Default 64Mi; between 1Mi and 1Gi, and at
+	// least maxSegmentSize.
+	// +kubebuilder:validation:XValidation:rule="quantity(self).isGreaterThan(quantity('1Mi')) || quantity(self).compareTo(quantity('1Mi')) == 0",message="maxBufferedSize must be at least 1Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(self).isLessThan(quantity('1Gi')) || quantity(self).compareTo(quantity('1Gi')) == 0",message="maxBufferedSize must be at most 1Gi"
+	// +optional
+	MaxBufferedSize *resource.Quantity `json:"maxBufferedSize,omitempty"`
+}
+
+// CaptureStatus is where the continuous capture of a schedule's cluster stands.
+type CaptureStatus struct {
+	// clusterID is the etcd cluster ID (hex) of the cluster captured.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+	// startRevision is the first revision of the running capture: the revision after the
+	// newest full backup's, or after the last one stored when the capture resumed.
+	// +optional
+	StartRevision int64 `json:"startRevision,omitempty"`
+	// capturedRevision is the newest revision stored in a verified segment: the newest point a
+	// restore can reach.
+	// +optional
+	CapturedRevision int64 `json:"capturedRevision,omitempty"`
+	// capturedTime is when the capture received capturedRevision from etcd.
+	// +optional
+	CapturedTime *metav1.Time `json:"capturedTime,omitempty"`
+	// etcdRevision is the newest revision of the cluster the capture has seen.
+	// +optional
+	EtcdRevision int64 `json:"etcdRevision,omitempty"`
+	// segments is the number of segments the running capture stored.
+	// +optional
+	Segments int64 `json:"segments,omitempty"`
+	// lastBackupRequest is the name of the EtcdBackup the schedule started, outside its
+	// schedule, because the capture needed a full backup to continue.
+	// +optional
+	LastBackupRequest string `json:"lastBackupRequest,omitempty"`
 }
 
 // BackupTemplateSpec is the template of the EtcdBackups a schedule creates.
@@ -210,6 +281,10 @@ type BackupScheduleStatus struct {
 	// lastDrill is the outcome of the newest finished restore drill.
 	// +optional
 	LastDrill *DrillResult `json:"lastDrill,omitempty"`
+
+	// capture is where spec.continuousCapture stands; unset without it.
+	// +optional
+	Capture *CaptureStatus `json:"capture,omitempty"`
 }
 
 // RestoreDrillSpec makes an EtcdBackupSchedule test its own backups: on its own cron schedule it
