@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-operator/etcd-operator/internal/storage"
@@ -64,6 +65,11 @@ type Options struct {
 	// name besides a cert-manager Issuer of the cluster's own namespace (etcd-operator).
 	AllowedIssuerKinds []string
 
+	// HashKVCheckMaxSize is the largest etcd database (bytes, as the member reports it) whose
+	// backups the backup-operator checks against the member's HashKV after the upload; 0
+	// turns the check off.
+	HashKVCheckMaxSize int64
+
 	// WatchNamespaces is WatchNamespace split on commas (Complete fills it); empty means all.
 	WatchNamespaces []string
 
@@ -85,7 +91,10 @@ func New(binary string) *Options {
 		EtcdDialTimeout:                  5 * time.Second,
 		EtcdRequestTimeout:               15 * time.Second,
 		GracefulShutdownTimeout:          30 * time.Second,
-		Zap:                              zap.Options{Development: false},
+		// The check reads the object back into /tmp (an emptyDir of 1Gi, shared by
+		// --max-concurrent-backups) and holds ~120 bytes per key while hashing.
+		HashKVCheckMaxSize: 128 << 20,
+		Zap:                zap.Options{Development: false},
 	}
 }
 
@@ -129,6 +138,14 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 				o.AllowedIssuerKinds = append(o.AllowedIssuerKinds, k)
 			}
 		}
+		return nil
+	})
+	fs.Func("hashkv-check-max-size", "backup-operator: check every backup of an etcd database up to this size against the source member's HashKV right after the upload (the object is read back into the temp dir and hashed: it needs the database's size in free space per backup running at once, and ~120 bytes of memory per key). A quantity such as 128Mi (default) or 1Gi; 0 turns the check off.", func(v string) error {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 {
+			return fmt.Errorf("%q: want a size such as 128Mi, or 0", v)
+		}
+		o.HashKVCheckMaxSize = q.Value()
 		return nil
 	})
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long to wait for running reconciles on shutdown.")

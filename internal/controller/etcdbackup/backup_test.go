@@ -1,6 +1,7 @@
 package etcdbackup
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -74,6 +75,14 @@ func TestOneShotBackup(t *testing.T) {
 				!meta.IsStatusConditionTrue(st.Conditions, etcdv1beta2.BackupConditionComplete) ||
 				!meta.IsStatusConditionFalse(st.Conditions, etcdv1beta2.BackupConditionFailed) {
 				t.Fatalf("status incomplete: %+v", st)
+			}
+			// Checked against the live member right after the upload, in every store.
+			kc := st.KeyspaceCheck
+			if kc == nil {
+				t.Fatalf("no status.keyspaceCheck: %+v", st)
+			}
+			if live := hashKV(t, e, kc.Revision); !kc.Checked || kc.Revision < st.EtcdRevision || kc.Hash != int64(live) {
+				t.Fatalf("status.keyspaceCheck = %+v; want checked, at the snapshot's revision, hash %d", kc, live)
 			}
 			// Labelled with the EtcdBackup's name for etcdEndpoints, never with an endpoint.
 			if v := gauge(t, "etcd_operator_backup_last_success_timestamp_seconds", b.Namespace, "once"); v != float64(st.LastSuccessDate.Unix()) {
@@ -328,4 +337,16 @@ func TestOneShotBackupAuth(t *testing.T) {
 	if sum, _ := objectSHA256(t, b); sum != b.Status.SHA256 {
 		t.Fatalf("object sha256 %s, status %s", sum, b.Status.SHA256)
 	}
+}
+
+// hashKV is the live member's HashKV at rev.
+func hashKV(t *testing.T, e *snapshottest.Etcd, rev int64) uint32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := e.Client(t).HashKV(ctx, e.Endpoint, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Hash
 }

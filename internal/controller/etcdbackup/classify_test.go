@@ -24,6 +24,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{fmt.Errorf("x: %w", snapshot.ErrNoHealthyMember), etcdv1beta2.ReasonEtcdUnreachable, true},
 		{fmt.Errorf("%w: %w", snapshot.ErrTimeout, snapshot.ErrStream), etcdv1beta2.ReasonTimeout, true},
+		{fmt.Errorf("check: %w", snapshot.ErrHashMismatch), etcdv1beta2.ReasonVerificationFailed, false},
 		{fmt.Errorf("put: %w", snapshot.ErrChecksumMismatch), etcdv1beta2.ReasonVerificationFailed, true},
 		{fmt.Errorf("put: %w", snapshot.ErrTruncated), etcdv1beta2.ReasonVerificationFailed, true},
 		{fmt.Errorf("put: %w", snapshot.ErrStream), etcdv1beta2.ReasonSnapshotFailed, true},

@@ -3,6 +3,7 @@ package etcdbackup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
@@ -62,6 +63,8 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	if err != nil {
 		return nil, err
 	}
+	limit := r.Options.HashKVCheckMaxSize
+	cfg.CheckHashKV = limit > 0 && m.DbSize <= limit
 	// The key of a prefixed backup names the cluster it came from, so clusters sharing a
 	// prefix never write the same key and retention can tell their backups apart.
 	var id snapshot.Identity
@@ -82,6 +85,9 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 		cluster = obj.Name
 	}
 	out := &outcome{Result: res, location: store.URLOf(res.Key), cluster: cluster}
+	if limit > 0 && !cfg.CheckHashKV {
+		out.HashKV.Skipped = fmt.Sprintf("the database (%d bytes) is larger than --hashkv-check-max-size (%d bytes)", m.DbSize, limit)
+	}
 	if spec.IsPeriodic() && spec.BackupPolicy.MaxBackups > 0 {
 		r.applyRetention(ctx, obj, store, id, res.Key)
 	}
@@ -104,6 +110,10 @@ func classify(err error) *reason.Error {
 		return transient(etcdv1beta2.ReasonTimeout)
 	case errors.Is(err, snapshot.ErrNoHealthyMember):
 		return transient(etcdv1beta2.ReasonEtcdUnreachable)
+	case errors.Is(err, snapshot.ErrHashMismatch):
+		// The stored object is a valid snapshot whose keyspace differs from the member's: a
+		// retry would store the same disagreement, so the backup fails at once.
+		return &reason.Error{Reason: etcdv1beta2.ReasonVerificationFailed, Err: err}
 	case errors.Is(err, snapshot.ErrChecksumMismatch), errors.Is(err, snapshot.ErrTruncated):
 		return transient(etcdv1beta2.ReasonVerificationFailed)
 	case errors.Is(err, snapshot.ErrStream):

@@ -28,6 +28,16 @@ func (r *Reconciler) recordSuccess(obj *etcdv1beta2.EtcdBackup, out *outcome) {
 	}
 	msg := fmt.Sprintf("Verified snapshot at revision %d (%d bytes, sha256 %s) from %s stored at %s",
 		out.Member.Revision, out.Size, out.SHA256, out.Member.Endpoint, out.location)
+	st.KeyspaceCheck = nil
+	if h := out.HashKV; h.Checked || h.Skipped != "" {
+		st.KeyspaceCheck = &etcdv1beta2.KeyspaceCheck{Checked: h.Checked, Hash: int64(h.Hash), Revision: h.Revision,
+			CompactRevision: h.CompactRevision, Skipped: h.Skipped}
+		if h.Checked {
+			msg += fmt.Sprintf("; its keyspace hash at revision %d equals the member's HashKV (%d)", h.Revision, h.Hash)
+		} else {
+			msg += "; not checked against the member's HashKV: " + h.Skipped
+		}
+	}
 	r.setConditions(obj, metav1.ConditionTrue, metav1.ConditionFalse, etcdv1beta2.ReasonBackupSucceeded, msg)
 	r.Recorder.Event(obj, "Normal", etcdv1beta2.ReasonBackupSucceeded, msg)
 

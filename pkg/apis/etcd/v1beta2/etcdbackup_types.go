@@ -206,6 +206,36 @@ type BackupStatus struct {
 	// exponential backoff up to 3 attempts before the backup is Failed for good.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
+
+	// keyspaceCheck is the comparison, right after the upload, of the stored object's keyspace
+	// hash with the source member's HashKV at the snapshot's revision (the backup operator's
+	// --hashkv-check-max-size). A difference fails the backup (VerificationFailed) and deletes
+	// the object; a check that could not compare says why in skipped, and the backup stands.
+	// +optional
+	KeyspaceCheck *KeyspaceCheck `json:"keyspaceCheck,omitempty"`
+}
+
+// KeyspaceCheck is the outcome of comparing a stored backup with the live cluster.
+type KeyspaceCheck struct {
+	// checked is true when the stored object's keyspace hash at revision equals the member's
+	// HashKV at that revision.
+	// +optional
+	Checked bool `json:"checked,omitempty"`
+	// hash is the keyspace hash (etcd's HashKV, a CRC-32C) both agree on.
+	// +optional
+	Hash int64 `json:"hash,omitempty"`
+	// revision is the snapshot's own revision, read from the stored object (status.etcdRevision
+	// is the member's, read before the snapshot).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// compactRevision is the snapshot's compaction revision (-1: never compacted).
+	// +optional
+	CompactRevision int64 `json:"compactRevision,omitempty"`
+	// skipped says why no comparison was made: the member compacted past the revision, could
+	// not be reached, runs etcd before 3.5.16, or the database is larger than the operator
+	// checks.
+	// +optional
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // BackupPhase is a one-word summary of a backup for display.
