@@ -156,7 +156,7 @@ func (c *captures) stop(key types.NamespacedName) {
 	c.mu.Unlock()
 	if run != nil {
 		run.halt()
-		forgetCaptureMetrics(key)
+		forgetCaptureMetrics(run.labels())
 	}
 }
 
@@ -232,7 +232,7 @@ func (c *captures) loop(ctx context.Context, run *captureRun) {
 		run.update(func(st *captureState) {
 			st.Running, st.Reason, st.Message, st.NeedsBackup = false, reason, msg, needsBackup
 		})
-		setCaptureUp(run.key, false)
+		setCaptureUp(run.labels(), false)
 		c.notify(run)
 		if stored {
 			wait = captureRetryInitial
@@ -299,7 +299,7 @@ func (c *captures) attempt(ctx context.Context, run *captureRun, compacted *int6
 			Captured: from.revision - 1, CapturedTime: from.continued,
 			Message: fmt.Sprintf("Capturing %s from revision %d (%s)", id.Describe(), from.revision, from.why)}
 	})
-	setCaptureUp(run.key, true)
+	setCaptureUp(run.labels(), true)
 	c.notify(run)
 
 	done := make(chan struct{})
@@ -338,7 +338,7 @@ func (run *captureRun) record(p capture.Progress) {
 			st.Captured, st.CapturedTime = p.UploadedRevision, p.UploadedTime
 		}
 	})
-	observeCapture(run.key, p, prev)
+	observeCapture(run.labels(), p, prev)
 }
 
 // captureConfig applies the schedule's tuning to cfg.

@@ -22,7 +22,14 @@ type Writer struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	acked  []string
+	at     []time.Time // when each of acked was acknowledged
 	failed int
+}
+
+// Ack is a write etcd acknowledged.
+type Ack struct {
+	Key   string
+	Acked time.Time
 }
 
 // StartWriter starts writing under prefix through cli.
@@ -42,7 +49,7 @@ func StartWriter(cli *clientv3.Client, prefix string) *Writer {
 			cancel()
 			w.mu.Lock()
 			if err == nil {
-				w.acked = append(w.acked, k)
+				w.acked, w.at = append(w.acked, k), append(w.at, time.Now())
 			} else {
 				w.failed++
 			}
@@ -51,6 +58,20 @@ func StartWriter(cli *clientv3.Client, prefix string) *Writer {
 		}
 	}()
 	return w
+}
+
+// Stop stops the writer and returns the writes etcd acknowledged, in order (for a test whose
+// cluster is gone by then).
+func (w *Writer) Stop() []Ack {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]Ack, len(w.acked))
+	for i, k := range w.acked {
+		out[i] = Ack{Key: k, Acked: w.at[i]}
+	}
+	return out
 }
 
 // Finish stops the writer and fails the test unless every acknowledged write is readable (and
