@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -166,10 +167,35 @@ func (d *demo) createSchedule(ctx context.Context) error {
 			}},
 		},
 	}
+	if d.o.continuous {
+		s.Spec.ContinuousCapture = &etcdv1beta2.ContinuousCaptureSpec{SegmentIntervalSeconds: ptr.To(int32(captureInterval / time.Second))}
+	}
 	if err := d.f.Client.Create(ctx, s); err != nil {
 		return fmt.Errorf("creating EtcdBackupSchedule %s: %w", scheduleName, err)
 	}
 	return nil
+}
+
+// captureInterval is the segment interval of the continuous mode's capture.
+const captureInterval = 2 * time.Second
+
+// waitCapturing waits until the schedule's continuous capture runs and returns its status.
+func (d *demo) waitCapturing(ctx context.Context, timeout time.Duration) (*etcdv1beta2.CaptureStatus, error) {
+	s := &etcdv1beta2.EtcdBackupSchedule{}
+	err := framework.Poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if err := d.f.Client.Get(ctx, types.NamespacedName{Namespace: d.o.namespace, Name: scheduleName}, s); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionCapturing)
+		if c == nil || c.Status != metav1.ConditionTrue || s.Status.Capture == nil {
+			return false, fmt.Errorf("condition Capturing: %+v", c)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the continuous capture: %w", err)
+	}
+	return s.Status.Capture, nil
 }
 
 // waitScheduledBackup waits for the schedule's first successful EtcdBackup and returns it,
@@ -306,6 +332,9 @@ func (d *demo) restore(ctx context.Context) (*etcdv1beta2.EtcdRestore, error) {
 	rs := &etcdv1beta2.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{Namespace: d.o.namespace, Name: d.o.cluster},
 		Spec:       etcdv1beta2.RestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: d.o.cluster}},
+	}
+	if d.o.continuous {
+		rs.Spec.PointInTime = &etcdv1beta2.PointInTime{}
 	}
 	if d.o.restoreFrom == "schedule" {
 		rs.Spec.BackupScheduleRef = &etcdv1beta2.LocalObjectReference{Name: scheduleName}

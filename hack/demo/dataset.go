@@ -106,6 +106,20 @@ func (d *dataset) setRevision(from, to int, rev int64) {
 	}
 }
 
+// after counts the keys written after revision backup, and those of them at or before the
+// restored revision cut (they came back through the continuous capture).
+func (d *dataset) after(backup, cut int64) (written, back int) {
+	for i := range d.total() {
+		if rev := d.revision(i); rev > backup {
+			written++
+			if rev <= cut {
+				back++
+			}
+		}
+	}
+	return written, back
+}
+
 func (d *dataset) total() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()

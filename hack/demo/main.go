@@ -29,7 +29,7 @@ type options struct {
 	namespace, cluster, bucket, objstoresEnv, restoreFrom, reportFile string
 	keys, batch, workers                                              int
 	after                                                             time.Duration
-	tamper                                                            bool
+	tamper, continuous                                                bool
 }
 
 func main() {
@@ -44,6 +44,7 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 100, "puts per transaction while loading")
 	flag.IntVar(&o.workers, "workers", 8, "transactions in flight while loading")
 	flag.DurationVar(&o.after, "write-after-backup", 10*time.Second, "how long the application keeps writing after the backup completed, before the disaster")
+	flag.BoolVar(&o.continuous, "continuous", os.Getenv("DEMO_CONTINUOUS") == "1", "continuous capture: the schedule also captures every change (segments every 2 s), and the restore goes to the newest point captured instead of the backup")
 	flag.BoolVar(&o.tamper, "tamper", false, "self-test of the verification: overwrite one restored key before checking; the demo must then FAIL")
 	flag.Parse()
 	if o.restoreFrom != "s3" && o.restoreFrom != "schedule" {
@@ -107,7 +108,7 @@ func newDemo(o options) (*demo, error) {
 		return nil, fmt.Errorf("pod-reachable object stores: %w (OBJSTORES_BIND=10.244.0.1 hack/objstores.sh up)", err)
 	}
 	return &demo{o: o, f: f, stores: stores, start: time.Now(), data: newDataset(rand.Uint64(), o.keys),
-		report: &report{Namespace: o.namespace, Cluster: o.cluster, RestoreFrom: o.restoreFrom}}, nil
+		report: &report{Namespace: o.namespace, Cluster: o.cluster, RestoreFrom: o.restoreFrom, Continuous: o.continuous}}, nil
 }
 
 // step prints a numbered step line with the time since the start, and ends the previous
@@ -176,6 +177,13 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	r.setBackup(b)
 	d.info("%s: %s, %s, revision %d, took %s", b.Name, b.Status.Location, mib(b.Status.Size), b.Status.EtcdRevision, dur(b.Status.Duration))
+	if d.o.continuous {
+		cs, err := d.waitCapturing(ctx, 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		d.info("continuous capture: every change from revision %d on, into segments every %s", cs.StartRevision, captureInterval)
+	}
 
 	d.step("writes after backup", "the application keeps writing for %s after the backup", d.o.after)
 	time.Sleep(d.o.after)
@@ -190,15 +198,30 @@ func (d *demo) run(ctx context.Context) error {
 	d.info("%d keys written since the load; cluster revision %d", r.TrickleKeys, r.RevisionAtDisaster)
 	_ = cli.Close()
 
-	d.step("disaster", "DISASTER: suspend the schedule, delete every member pod and every volume (the EtcdCluster stays)")
-	if err := d.suspendSchedule(ctx); err != nil {
-		return err
+	if !d.o.continuous {
+		d.step("disaster", "DISASTER: suspend the schedule, delete every member pod and every volume (the EtcdCluster stays)")
+		if err := d.suspendSchedule(ctx); err != nil {
+			return err
+		}
+	} else {
+		d.step("disaster", "DISASTER: delete every member pod and every volume (the EtcdCluster stays)")
 	}
 	r.DisasterTime = time.Now()
 	if err := d.disaster(ctx); err != nil {
 		return err
 	}
 	d.info("all members and volumes gone in %s", since(r.DisasterTime))
+	if d.o.continuous {
+		// The capture closes its open segment one interval after its first change and stores
+		// it; suspending the schedule earlier would stop the capture and drop that segment.
+		if wait := captureInterval + 3*time.Second - time.Since(r.DisasterTime); wait > 0 {
+			d.info("waiting %s for the capture to store its last segment, then suspending the schedule", round(wait))
+			time.Sleep(wait)
+		}
+		if err := d.suspendSchedule(ctx); err != nil {
+			return err
+		}
+	}
 
 	d.step("restore", "restore: EtcdRestore %s/%s (%s)", d.o.namespace, d.o.cluster, d.restoreShape())
 	rs, err := d.restore(ctx)
@@ -209,7 +232,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	d.step("verify", "verify every key and value against the backup's revision %d", r.cut())
+	d.step("verify", "verify every key and value against the restored revision %d", r.cut())
 	cli, err = d.etcdClient(ctx)
 	if err != nil {
 		return err
@@ -232,6 +255,7 @@ func (d *demo) run(ctx context.Context) error {
 	if r.Verification, err = d.data.verify(ctx, cli, r.cut()); err != nil {
 		return err
 	}
+	r.AfterBackup, r.AfterBackupBack = d.data.after(r.BackupRevision, r.cut())
 	if r.MemberKeys, err = d.memberKeyCounts(ctx); err != nil {
 		return err
 	}
@@ -246,10 +270,14 @@ func (d *demo) run(ctx context.Context) error {
 }
 
 func (d *demo) restoreShape() string {
+	shape := fmt.Sprintf("backupStorageType: S3, s3.path: %s", d.report.BackupPath)
 	if d.o.restoreFrom == "schedule" {
-		return "backupScheduleRef: " + scheduleName
+		shape = "backupScheduleRef: " + scheduleName
 	}
-	return fmt.Sprintf("backupStorageType: S3, s3.path: %s", d.report.BackupPath)
+	if d.o.continuous {
+		shape += ", pointInTime: {} (the newest point captured)"
+	}
+	return shape
 }
 
 func (d *demo) writeReport() error {

@@ -16,6 +16,7 @@ import (
 // report is what the drill measured; String renders it.
 type report struct {
 	Namespace, Cluster, RestoreFrom string
+	Continuous                      bool
 
 	DatasetKeys  int
 	DatasetBytes int64
@@ -36,6 +37,10 @@ type report struct {
 
 	Restore  *etcdv1beta2.EtcdRestore
 	Restored time.Time // when the EtcdRestore reported success
+
+	// AfterBackup keys were written after the backup's revision; AfterBackupBack of them came
+	// back (the continuous capture replayed them).
+	AfterBackup, AfterBackupBack int
 
 	Verification *verification
 	MemberKeys   map[string]int64
@@ -133,8 +138,14 @@ func (r *report) String() string {
 		if r.Verification != nil {
 			lostKeys = r.Verification.Lost
 		}
-		w("RPO            %s since the backup completed; %d revisions lost (backup %d, cluster at the disaster %d), %d keys",
-			round(r.DisasterTime.Sub(r.BackupDone)), r.RevisionAtDisaster-r.cut(), r.cut(), r.RevisionAtDisaster, lostKeys)
+		if r.Continuous {
+			w("RPO            continuous capture (segments every %s): %d revisions lost (restored %d, cluster at the disaster %d), %d keys;",
+				captureInterval, r.RevisionAtDisaster-r.cut(), r.cut(), r.RevisionAtDisaster, lostKeys)
+			w("               %d keys written after the backup (revision %d), %d of them came back", r.AfterBackup, r.BackupRevision, r.AfterBackupBack)
+		} else {
+			w("RPO            %s since the backup completed; %d revisions lost (backup %d, cluster at the disaster %d), %d keys",
+				round(r.DisasterTime.Sub(r.BackupDone)), r.RevisionAtDisaster-r.cut(), r.cut(), r.RevisionAtDisaster, lostKeys)
+		}
 	}
 	if rs := r.Restore; rs != nil {
 		st := rs.Status
@@ -145,6 +156,9 @@ func (r *report) String() string {
 		w("restore        EtcdRestore %s (%s): phase %s, succeeded %t%s", rs.Name, how, st.Phase, st.Succeeded, reasonOf(st.Reason))
 		w("               restored %s (%s, revision %d, backup age %s), seed member %s",
 			st.BackupLocation, mib(st.BackupSize), st.BackupRevision, dur(st.BackupAge), st.SeedMember)
+		if pt := st.PointInTime; pt != nil {
+			w("               point in time: revision %d, %d revisions of the capture replayed onto the backup", pt.Revision, pt.Revisions)
+		}
 		line := fmt.Sprintf("RTO            %s (EtcdRestore status.duration)", dur(st.Duration))
 		if !r.VerifiedTime.IsZero() {
 			line += fmt.Sprintf("; %s from the disaster to a verified cluster", round(r.VerifiedTime.Sub(r.DisasterTime)))

@@ -64,7 +64,7 @@ func TestPointInTimeRecovery(t *testing.T) {
 		}
 		c := meta.FindStatusCondition(sched.Status.Conditions, etcdv1beta2.ScheduleConditionCapturing)
 		if c == nil || c.Status != metav1.ConditionTrue || sched.Status.Capture == nil || sched.Status.Capture.StartRevision == 0 {
-			return false, fmt.Errorf("Capturing %+v, status.capture %+v", c, sched.Status.Capture)
+			return false, fmt.Errorf("condition Capturing %+v, status.capture %+v", c, sched.Status.Capture)
 		}
 		return true, nil
 	})
