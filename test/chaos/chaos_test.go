@@ -60,7 +60,7 @@ var faults = []fault{
 		forceDelete(t, f, ns, leader(t, f, ns))
 		return injected{size: 5}
 	}},
-	{name: "operator-killed-mid-scale", valueSize: 256, smoke: true, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	{name: "operator-killed-mid-scale", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		resize(t, f, ns, 5)
 		time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond) //nolint:forbidigo // a seeded point inside the scale-up
 		killOperator(t, f, "etcd-operator")

@@ -44,7 +44,7 @@ func (r *Reconciler) reconcileCapture(ctx context.Context, s *etcdv1beta2.EtcdBa
 	if !scheduling {
 		r.captures.stop(key)
 		sc := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionScheduling)
-		r.setCapturing(s, false, sc.Reason, "The schedule is not Scheduling, so nothing is captured: "+sc.Message)
+		r.setCondition(s, etcdv1beta2.ScheduleConditionCapturing, false, sc.Reason, "The schedule is not Scheduling, so nothing is captured: "+sc.Message)
 		return 0, nil
 	}
 	st := r.captures.ensure(s)
@@ -79,7 +79,7 @@ func (r *Reconciler) reconcileCapture(ctx context.Context, s *etcdv1beta2.EtcdBa
 			msg += "; started EtcdBackup " + name
 		}
 	}
-	r.setCapturing(s, st.Running, st.Reason, msg)
+	r.setCondition(s, etcdv1beta2.ScheduleConditionCapturing, st.Running, st.Reason, msg)
 	return captureStatusEvery, nil
 }
 
@@ -104,18 +104,6 @@ func (r *Reconciler) requestBackup(ctx context.Context, s *etcdv1beta2.EtcdBacku
 	s.Status.Active = append(s.Status.Active, b.Name)
 	ctrl.LoggerFrom(ctx).Info("Started a full backup for the continuous capture", "backup", b.Name)
 	return b.Name, nil
-}
-
-// setCapturing sets the Capturing condition.
-func (r *Reconciler) setCapturing(s *etcdv1beta2.EtcdBackupSchedule, running bool, why, msg string) {
-	status := metav1.ConditionFalse
-	if running {
-		status = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.ScheduleConditionCapturing, Status: status, Reason: why, Message: msg,
-		ObservedGeneration: s.Generation, LastTransitionTime: metav1.Time{Time: r.now()},
-	})
 }
 
 // captureFailure maps why a capture stopped to the Capturing condition's reason and message,

@@ -83,23 +83,15 @@ func TestContinuousCapture(t *testing.T) {
 	checkCapture(t, store, prefix, id, base.Revision+1, top)
 
 	// Stopped while writes go on, the capture resumes after the last revision stored.
-	updateSchedule(t, ns, "cc", func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.Suspend = ptr.To(true) })
-	testutil.Eventually(t, 10*time.Second, "Capturing False while suspended", func() (bool, string) {
-		s = getSchedule(t, ns, "cc")
-		return capturing(s) == "False/"+etcdv1beta2.ReasonScheduleSuspended, capturing(s)
-	})
+	suspendCapture(t, ns, "cc")
 	snapshottest.Put(t, cli, "/suspended/", 50, 32)
 	updateSchedule(t, ns, "cc", func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.Suspend = ptr.To(false) })
 	top = revisionOf(t, cli)
-	s = waitCapturing(t, ns, "cc", func(cs *etcdv1beta2.CaptureStatus) bool { return cs.CapturedRevision >= top })
+	waitCapturing(t, ns, "cc", func(cs *etcdv1beta2.CaptureStatus) bool { return cs.CapturedRevision >= top })
 	checkCapture(t, store, prefix, id, base.Revision+1, top)
 
 	// etcd compacts what the stopped capture needs next: a new full backup, continued.
-	updateSchedule(t, ns, "cc", func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.Suspend = ptr.To(true) })
-	testutil.Eventually(t, 10*time.Second, "Capturing False while suspended", func() (bool, string) {
-		s = getSchedule(t, ns, "cc")
-		return capturing(s) == "False/"+etcdv1beta2.ReasonScheduleSuspended, capturing(s)
-	})
+	suspendCapture(t, ns, "cc")
 	snapshottest.Put(t, cli, "/lost/", 30, 32)
 	compacted := revisionOf(t, cli)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -117,7 +109,7 @@ func TestContinuousCapture(t *testing.T) {
 	}
 	snapshottest.Put(t, cli, "/after/", 20, 32)
 	top = revisionOf(t, cli)
-	s = waitCapturing(t, ns, "cc", func(cs *etcdv1beta2.CaptureStatus) bool { return cs.CapturedRevision >= top })
+	waitCapturing(t, ns, "cc", func(cs *etcdv1beta2.CaptureStatus) bool { return cs.CapturedRevision >= top })
 	checkCapture(t, store, prefix, id, second.Revision+1, top)
 
 	// Retention keeps one backup, the second: the segments of the first capture go.
@@ -137,6 +129,16 @@ func TestContinuousCapture(t *testing.T) {
 	if r, err := capture.Resolve(t.Context(), store, prefix, id, second.Revision, capture.Target{}); err != nil || r.Revision != top {
 		t.Fatalf("Resolve from the kept backup = %+v, %v; want revision %d", r, err, top)
 	}
+}
+
+// suspendCapture suspends the schedule and waits until its capture stopped.
+func suspendCapture(t *testing.T, ns, name string) {
+	t.Helper()
+	updateSchedule(t, ns, name, func(s *etcdv1beta2.EtcdBackupSchedule) { s.Spec.Suspend = ptr.To(true) })
+	testutil.Eventually(t, 10*time.Second, "Capturing False while suspended", func() (bool, string) {
+		s := getSchedule(t, ns, name)
+		return capturing(s) == "False/"+etcdv1beta2.ReasonScheduleSuspended, capturing(s)
+	})
 }
 
 // waitCapturing pokes the schedule until it is Capturing and ok accepts its status.capture.

@@ -13,12 +13,17 @@ import (
 // setScheduling sets the Scheduling condition (valid and not suspended: runs are started);
 // the transition time comes from the controller's clock, because since() reads it back.
 func (r *Reconciler) setScheduling(s *etcdv1beta2.EtcdBackupSchedule, ready bool, reason, msg string) {
+	r.setCondition(s, etcdv1beta2.ScheduleConditionScheduling, ready, reason, msg)
+}
+
+// setCondition sets condition typ, True when ok, at the controller's clock.
+func (r *Reconciler) setCondition(s *etcdv1beta2.EtcdBackupSchedule, typ string, ok bool, reason, msg string) {
 	status := metav1.ConditionFalse
-	if ready {
+	if ok {
 		status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.ScheduleConditionScheduling, Status: status, Reason: reason, Message: msg,
+		Type: typ, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: s.Generation, LastTransitionTime: metav1.Time{Time: r.now()},
 	})
 }
