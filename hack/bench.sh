@@ -7,8 +7,14 @@
 #     upload and against the raw snapshot read, with the backup's peak RSS, at
 #     BENCH_BACKUP_SIZES (default 64MiB,256MiB,1GiB,4GiB) x BENCH_RUNS (3) ->
 #     bench/results/backup.md (BENCH_BACKUP_OUT) and .json. About 15 minutes.
+#  3. bench/capture: continuous capture (pkg/capture) against the same etcd without it: write
+#     p50/p99 with and without a capturer, the capturer's peak RSS, segment upload lag, and a
+#     restore to a point (backup of BENCH_CAPTURE_SIZE, default 256MiB, + BENCH_CAPTURE_CHANGES,
+#     default 100000, replayed) against a full restore -> bench/results/capture.md
+#     (BENCH_CAPTURE_OUT) and .json. About 5 minutes.
 # Usage: hack/bench.sh [flags for bench/backend, e.g. -providers s3 -sizes 128MiB,1GiB]
-#        BENCH_SKIP_BACKEND=1 hack/bench.sh    # the backup bench alone
+#        BENCH_SKIP_BACKEND=1 hack/bench.sh    # without bench/backend
+#        BENCH_SKIP_BACKUP=1, BENCH_SKIP_CAPTURE=1 skip bench/snapshot, bench/capture
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 "$ROOT_DIR/hack/objstores.sh" up
@@ -24,10 +30,19 @@ cd "$ROOT_DIR"
 "$ROOT_DIR/hack/build-etcd.sh"
 export ETCD_BIN_DIR BENCH_BACKUP_OUT="${BENCH_BACKUP_OUT:-$ROOT_DIR/bench/results/backup.md}"
 ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")"
-log "backup bench (bench/snapshot) -> $BENCH_BACKUP_OUT"
-backup_rc=0
-go test -tags bench -count=1 -timeout 120m -run '^TestBackupBench$' -v ./bench/snapshot/ || backup_rc=$?
-if [ -n "${BENCH_SKIP_BACKEND:-}" ]; then exit "$backup_rc"; fi
+bench_rc=0
+if [ -z "${BENCH_SKIP_BACKUP:-}" ]; then
+  log "backup bench (bench/snapshot) -> $BENCH_BACKUP_OUT"
+  go test -tags bench -count=1 -timeout 120m -run '^TestBackupBench$' -v ./bench/snapshot/ || bench_rc=$?
+fi
+if [ -z "${BENCH_SKIP_CAPTURE:-}" ]; then
+  export BENCH_CAPTURE_OUT="${BENCH_CAPTURE_OUT:-$ROOT_DIR/bench/results/capture.md}"
+  log "capture bench (bench/capture) -> $BENCH_CAPTURE_OUT"
+  capture_rc=0
+  go test -tags bench -count=1 -timeout 60m -run '^TestCaptureBench$' -v ./bench/capture/ || capture_rc=$?
+  if [ "$bench_rc" -eq 0 ]; then bench_rc=$capture_rc; fi
+fi
+if [ -n "${BENCH_SKIP_BACKEND:-}" ]; then exit "$bench_rc"; fi
 
 go build -o "$work/bench-backend" ./bench/backend
 log "running bench/backend $*"
@@ -61,5 +76,5 @@ mem_gib="$(awk '/^MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)"
   fi
 } >"$out"
 log "results in $out"
-if [ "$rc" -eq 0 ]; then rc=$backup_rc; fi
+if [ "$rc" -eq 0 ]; then rc=$bench_rc; fi
 exit "$rc"
