@@ -212,12 +212,8 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.info("all members and volumes gone in %s", since(r.DisasterTime))
 	if d.o.continuous {
-		// The capture closes its open segment one interval after its first change and stores
-		// it; suspending the schedule earlier would stop the capture and drop that segment.
-		if wait := captureInterval + 3*time.Second - time.Since(r.DisasterTime); wait > 0 {
-			d.info("waiting %s for the capture to store its last segment, then suspending the schedule", round(wait))
-			time.Sleep(wait)
-		}
+		// Suspending stops the capture, which first stores its open segment (capture.Run's
+		// flush): what it received before the disaster is in the bucket.
 		if err := d.suspendSchedule(ctx); err != nil {
 			return err
 		}

@@ -100,9 +100,11 @@ func New(cfg Config) (*Capturer, error) {
 // revision after the last one appended.
 //
 // Run returns an error wrapping ErrCompacted, ErrBufferFull, ErrConflict, ErrClusterChanged or
-// ErrOutOfOrder, or,
-// when ctx ends, ctx's error. Segments not uploaded by then are dropped (etcd still has their
-// revisions unless it compacted them): the next Capturer starts at LastCaptured + 1.
+// ErrOutOfOrder, or, when ctx ends, ctx's error. When ctx ends, or with ErrCompacted or
+// ErrClusterChanged (the revisions received are the cluster's, and a disaster may have just
+// replaced it), Run first flushes: it closes the open segment and stores what waits, within
+// FlushTimeout. Segments not stored by then are dropped (etcd still has their revisions
+// unless it compacted them or is gone): the next Capturer starts at LastCaptured + 1.
 func (c *Capturer) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("capture: Run called twice")
@@ -112,23 +114,29 @@ func (c *Capturer) Run(ctx context.Context) error {
 		c.log = logr.FromContextOrDiscard(ctx)
 	}
 	c.log = c.log.WithValues("identity", c.cfg.Identity.Describe())
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	upErr := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { upErr <- c.uploadLoop(ctx) })
-	defer func() {
+	stop := func(flush bool) {
 		cancel()
 		wg.Wait()
 		c.stopTimer()
-	}()
+		if flush {
+			c.flush(parent)
+		}
+	}
 	bo := newBackoff(&c.cfg)
 	for {
 		from := c.next
 		retry, err := c.watch(ctx, upErr)
-		if ctx.Err() != nil {
-			return fmt.Errorf("capture stopped with revision %d next: %w", c.next, ctx.Err())
+		if ctx.Err() != nil && parent.Err() != nil {
+			stop(true)
+			return fmt.Errorf("capture stopped with revision %d next: %w", c.next, parent.Err())
 		}
 		if !retry {
+			stop(errors.Is(err, ErrCompacted) || errors.Is(err, ErrClusterChanged))
 			return err
 		}
 		if c.next > from {
@@ -137,8 +145,41 @@ func (c *Capturer) Run(ctx context.Context) error {
 		d := bo.wait()
 		c.log.Error(err, "Watch failed; restarting it", "fromRevision", c.next, "retryIn", d)
 		if err := c.sleep(ctx, d, upErr); err != nil {
+			stop(parent.Err() != nil)
 			return err
 		}
+	}
+}
+
+// flush closes the open segment and stores the segments that wait, in order, within
+// FlushTimeout of a context that is no longer parent's (which has ended).
+func (c *Capturer) flush(parent context.Context) {
+	if c.cfg.FlushTimeout < 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), c.cfg.FlushTimeout)
+	defer cancel()
+	if c.open.Revisions() > 0 {
+		if err := c.closeSegment(); err != nil {
+			c.log.Error(err, "Closing the open segment at stop")
+		}
+	}
+	for {
+		c.mu.Lock()
+		var seg *Segment
+		if len(c.queue) > 0 {
+			seg = c.queue[0]
+		}
+		c.mu.Unlock()
+		if seg == nil {
+			return
+		}
+		key := seg.Key(c.cfg.Prefix)
+		if err := c.upload(ctx, key, seg); err != nil {
+			c.log.Error(err, "Storing the segments at stop failed; the next capture starts after the last one stored", "key", key)
+			return
+		}
+		c.uploaded(key, seg)
 	}
 }
 

@@ -22,6 +22,7 @@ const (
 	DefaultRetryInitial     = 500 * time.Millisecond
 	DefaultRetryMax         = 30 * time.Second
 	DefaultUploadTimeout    = time.Minute
+	DefaultFlushTimeout     = 5 * time.Second
 )
 
 // Config says what a Capturer captures, where to, and how.
@@ -55,6 +56,10 @@ type Config struct {
 	RetryInitial, RetryMax time.Duration
 	// UploadTimeout bounds one attempt to upload a segment; DefaultUploadTimeout if 0.
 	UploadTimeout time.Duration
+	// FlushTimeout bounds the flush when the capture stops (see Run); DefaultFlushTimeout if 0,
+	// no flush if negative. Keep it well under the leader election's lease: a flush must end
+	// before another capturer of the cluster starts.
+	FlushTimeout time.Duration
 	// Logger receives the capture's logs; if it is the zero Logger, Run logs to the logger of
 	// its context (logr.FromContextOrDiscard).
 	Logger logr.Logger
@@ -89,6 +94,7 @@ func (c *Config) complete() error {
 	setDefault(&c.RetryInitial, DefaultRetryInitial)
 	setDefault(&c.RetryMax, DefaultRetryMax)
 	setDefault(&c.UploadTimeout, DefaultUploadTimeout)
+	setDefault(&c.FlushTimeout, DefaultFlushTimeout)
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}

@@ -54,6 +54,8 @@
 //     byte-identical (a retried upload), otherwise Run returns ErrConflict.
 //   - An uploaded segment is complete and verified by its trailer; uploads are all-or-nothing
 //     (backend.Backend.Put).
+//   - A capture that stops (its context ended, compaction, another cluster answering) first
+//     closes its open segment and stores what waits, within FlushTimeout.
 //
 // # Replay
 //

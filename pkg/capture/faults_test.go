@@ -230,3 +230,48 @@ func TestCaptureClusterChanged(t *testing.T) {
 		t.Fatalf("stored %d objects", len(objs))
 	}
 }
+
+// TestCaptureFlushesAtStop: a capture stopped (its context ended, as when the schedule is
+// suspended or the operator shuts down) closes its open segment and stores it before Run
+// returns, so what it received survives a disaster that comes with the stop; with a negative
+// FlushTimeout it drops it, as before.
+func TestCaptureFlushesAtStop(t *testing.T) {
+	for _, flush := range []bool{true, false} {
+		t.Run(fmt.Sprintf("flush=%v", flush), func(t *testing.T) {
+			cli, id := startEtcd(t)
+			start := revision(t, cli) + 1
+			b := memory.New()
+			cfg := testConfig(t, cli, b, id, start)
+			cfg.SegmentInterval = time.Hour // nothing closes a segment but the stop
+			if !flush {
+				cfg.FlushTimeout = -1
+			}
+			r := run(t, cfg)
+			if err := workload(t.Context(), cli, 0, 30); err != nil {
+				t.Fatal(err)
+			}
+			top := revision(t, cli)
+			waitFor(t, 10*time.Second, "every revision received", func() (bool, string) {
+				p := r.c.Progress()
+				return p.AppendedRevision >= top, fmt.Sprintf("progress %+v", p)
+			})
+			if err := r.stop(t); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run = %v; want context.Canceled", err)
+			}
+			last, err := LastCaptured(t.Context(), b, testPrefix, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !flush {
+				if last.LastRevision != 0 {
+					t.Fatalf("without a flush, revision %d was stored", last.LastRevision)
+				}
+				return
+			}
+			if last.LastRevision != top {
+				t.Fatalf("stored up to %d at stop; want %d, every revision received", last.LastRevision, top)
+			}
+			checkOK(t, b, id, start, top)
+		})
+	}
+}
