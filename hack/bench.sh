@@ -8,10 +8,11 @@
 #     BENCH_BACKUP_SIZES (default 64MiB,256MiB,1GiB,4GiB) x BENCH_RUNS (3) ->
 #     bench/results/backup.md (BENCH_BACKUP_OUT) and .json. About 15 minutes.
 #  3. bench/capture: continuous capture (pkg/capture) against the same etcd without it: write
-#     p50/p99 with and without a capturer, the capturer's peak RSS, segment upload lag, and a
-#     restore to a point (backup of BENCH_CAPTURE_SIZE, default 256MiB, + BENCH_CAPTURE_CHANGES,
-#     default 100000, replayed) against a full restore -> bench/results/capture.md
-#     (BENCH_CAPTURE_OUT) and .json. About 5 minutes.
+#     p50/p99 without capture, with its watch only and with a capturer, the capturer's peak RSS,
+#     segment upload lag, and a restore to a point (backup of BENCH_CAPTURE_SIZE, default 256MiB,
+#     + BENCH_CAPTURE_CHANGES, default 100000, replayed) against a full restore ->
+#     bench/results/capture.md (BENCH_CAPTURE_OUT) and .json. About 5 minutes (7 with
+#     BENCH_CAPTURE_SIZE=256MiB,1GiB).
 # Usage: hack/bench.sh [flags for bench/backend, e.g. -providers s3 -sizes 128MiB,1GiB]
 #        BENCH_SKIP_BACKEND=1 hack/bench.sh    # without bench/backend
 #        BENCH_SKIP_BACKUP=1, BENCH_SKIP_CAPTURE=1 skip bench/snapshot, bench/capture

@@ -3,9 +3,9 @@
 // Package capture benchmarks continuous capture (pkg/capture, issue 29) against the same etcd
 // without it, in the same run, on the same etcd member and the same MinIO:
 //
-//   - overhead: client write latency (p50, p99) under the same paced write load with and without
-//     a Capturer watching the member, the two modes alternated over BENCH_CAPTURE_PAIRS pairs of
-//     runs to cancel drift;
+//   - overhead: client write latency (p50, p99) under the same paced write load without capture,
+//     with only the capture's watch (events thrown away) and with a Capturer watching the
+//     member, the modes alternated over BENCH_CAPTURE_ROUNDS rounds to cancel drift;
 //   - memory: the peak RSS (VmHWM) of a process running only the Capturer (a child process, this
 //     test binary again, with GOMEMLIMIT=64MiB as the backup operator's Deployment sets it),
 //     under that load and under a write burst;
@@ -49,7 +49,7 @@ type settings struct {
 	Clients    int     `json:"clients"`    // concurrent writers, each with its own client
 	Rate       int     `json:"rate"`       // puts per second of all writers together
 	ValueBytes int     `json:"valueBytes"` // value size of every put
-	Pairs      int     `json:"pairs"`      // overhead runs without and with capture
+	Rounds     int     `json:"rounds"`     // overhead runs of each mode
 	Sizes      []int64 `json:"sizes"`      // keyspaces of the restore's backups
 	Changes    int     `json:"changes"`    // captured changes after the backup
 	Runs       int     `json:"runs"`       // restores of each kind
@@ -62,7 +62,7 @@ func readSettings(t *testing.T) settings {
 		Clients:    benchutil.Int(t, "BENCH_CAPTURE_CLIENTS", 8),
 		Rate:       benchutil.Int(t, "BENCH_CAPTURE_RATE", 400),
 		ValueBytes: benchutil.Int(t, "BENCH_CAPTURE_VALUE_BYTES", kib),
-		Pairs:      benchutil.Int(t, "BENCH_CAPTURE_PAIRS", 5),
+		Rounds:     benchutil.Int(t, "BENCH_CAPTURE_ROUNDS", 4),
 		Sizes:      benchutil.Sizes(t, "BENCH_CAPTURE_SIZE", "256MiB"),
 		Changes:    benchutil.Int(t, "BENCH_CAPTURE_CHANGES", 100_000),
 		Runs:       benchutil.Int(t, "BENCH_RUNS", 3),

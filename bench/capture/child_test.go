@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,9 @@ type childSpec struct {
 	Identity   snapshot.Identity `json:"identity"`
 	Start      int64             `json:"start"`
 	IntervalMs int64             `json:"intervalMs"`
+	// WatchOnly: no Capturer, only its watch (whole keyspace from Start, previous values),
+	// the events thrown away: what the watch alone costs etcd.
+	WatchOnly bool `json:"watchOnly,omitempty"`
 }
 
 // upload is one observed advance of the stored revision: every revision up to Revision was
@@ -186,15 +190,21 @@ func TestCaptureChild(t *testing.T) {
 	if err := benchutil.ResetPeak(benchutil.Self); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := capture.New(capture.Config{Client: cli, Backend: b, Prefix: spec.Prefix, Identity: spec.Identity,
-		StartRevision: spec.Start, SegmentInterval: time.Duration(spec.IntervalMs) * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	runErr := make(chan error, 1)
-	go func() { runErr <- cp.Run(ctx) }()
+	var progress func() capture.Progress
+	if spec.WatchOnly {
+		progress = watchOnly(ctx, cli, spec.Start, runErr)
+	} else {
+		cp, err := capture.New(capture.Config{Client: cli, Backend: b, Prefix: spec.Prefix, Identity: spec.Identity,
+			StartRevision: spec.Start, SegmentInterval: time.Duration(spec.IntervalMs) * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { runErr <- cp.Run(ctx) }()
+		progress = cp.Progress
+	}
 	last := make(chan int64, 1)
 	go func() {
 		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
@@ -204,20 +214,44 @@ func TestCaptureChild(t *testing.T) {
 		}
 		last <- n
 	}()
-	res := follow(cp, spec.Start, last, runErr)
+	res := follow(progress, spec.Start, last, runErr)
 	cancel()
 	if err := <-runErr; res.Err == "" && !errors.Is(err, context.Canceled) {
 		res.Err = fmt.Sprintf("Run: %v", err)
 	}
 	res.PeakRSS = benchutil.PeakRSS(benchutil.Self)
-	res.Progress = cp.Progress()
+	res.Progress = progress()
 	out, _ := json.Marshal(res)
 	fmt.Println(resultPrefix + string(out))
 }
 
-// follow samples cp's Progress until the revision received on last is stored, Run fails, or
+// watchOnly watches as a Capturer does and throws the events away; its progress has the last
+// revision received as appended and stored.
+func watchOnly(ctx context.Context, cli *clientv3.Client, start int64, runErr chan<- error) func() capture.Progress {
+	var rev atomic.Int64
+	rev.Store(start - 1)
+	wch := cli.Watch(clientv3.WithRequireLeader(ctx), "", clientv3.WithPrefix(), clientv3.WithRev(start), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	go func() {
+		for resp := range wch {
+			if err := resp.Err(); err != nil {
+				runErr <- err
+				return
+			}
+			if n := len(resp.Events); n > 0 {
+				rev.Store(resp.Events[n-1].Kv.ModRevision)
+			}
+		}
+		runErr <- ctx.Err()
+	}()
+	return func() capture.Progress {
+		r := rev.Load()
+		return capture.Progress{AppendedRevision: r, UploadedRevision: r}
+	}
+}
+
+// follow samples the progress until the revision received on last is stored, Run fails, or
 // childWait passes after last.
-func follow(cp *capture.Capturer, start int64, last <-chan int64, runErr chan error) childResult {
+func follow(progress func() capture.Progress, start int64, last <-chan int64, runErr chan error) childResult {
 	var res childResult
 	ready, want := false, int64(-1)
 	var deadline <-chan time.Time
@@ -240,7 +274,7 @@ func follow(cp *capture.Capturer, start int64, last <-chan int64, runErr chan er
 			res.Err = fmt.Sprintf("revision %d not stored within %s (stored %d)", want, childWait, stored)
 			return res
 		case now := <-tick.C:
-			p := cp.Progress()
+			p := progress()
 			res.MaxLag = max(res.MaxLag, p.Lag)
 			if !ready && p.AppendedRevision >= start {
 				ready = true

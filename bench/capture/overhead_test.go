@@ -27,11 +27,16 @@ const loadKeys = 1000
 const (
 	modeWithout = "without capture"
 	modeWith    = "with capture"
+	modeWatch   = "watch only"
 )
+
+// modes are the overhead modes, in the order of the even rounds (odd rounds reverse it).
+var modes = []string{modeWithout, modeWatch, modeWith}
 
 // overheadRun is one run of the paced write load.
 type overheadRun struct {
 	Mode       string  `json:"mode"`
+	Round      int     `json:"round"`
 	IntervalMs int64   `json:"segmentIntervalMs,omitempty"`
 	Baseline   bool    `json:"inRatio"` // counted in the with/without ratio
 	Ops        int     `json:"ops"`
@@ -62,9 +67,9 @@ type captureStats struct {
 	WallSeconds float64 `json:"wallSeconds"`
 }
 
-// benchOverhead runs the paced load on one member in pairs of runs without and with a capture
-// (ABBA order, so a drift over the runs weighs on both modes alike), then once with 1 s
-// segments.
+// benchOverhead runs the paced load on one member in rounds of runs without capture, with only
+// the capture's watch and with a capture (ABC CBA order, so a drift over the runs weighs on
+// every mode alike), then once with a capture of 1 s segments.
 func benchOverhead(t *testing.T, store s3.Config, s settings, res *results) {
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
@@ -91,19 +96,24 @@ func benchOverhead(t *testing.T, store s3.Config, s settings, res *results) {
 	}
 	load(s.Ops / 4) // warm up: the keys exist and the connections are open
 
-	run := func(mode string, interval time.Duration, inRatio bool, prefix string) {
-		r := overheadRun{Mode: mode, Baseline: inRatio, Ops: s.Ops}
+	run := func(round int, mode string, interval time.Duration, inRatio bool, prefix string) {
+		r := overheadRun{Mode: mode, Round: round, Baseline: inRatio, Ops: s.Ops}
 		var ch *child
 		var start int64
-		if mode == modeWith {
-			r.IntervalMs = interval.Milliseconds()
+		if mode != modeWithout {
+			if mode == modeWith {
+				r.IntervalMs = interval.Milliseconds()
+			}
 			start = mark(t, cli)
-			ch = startChild(t, childSpec{Endpoint: e.Endpoint, Prefix: prefix, Identity: id, Start: start, IntervalMs: r.IntervalMs})
+			ch = startChild(t, childSpec{Endpoint: e.Endpoint, Prefix: prefix, Identity: id, Start: start, IntervalMs: interval.Milliseconds(), WatchOnly: mode == modeWatch})
 		}
 		lat, took := load(s.Ops)
 		r.lat, r.Seconds = lat, took.Seconds()
 		r.P50Ms, r.P99Ms, r.MaxMs = ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), ms(lat[len(lat)-1])
-		if ch != nil {
+		if mode == modeWatch {
+			ch.stop(t, revision(t, cli))
+			t.Logf("%s: p50 %.2f ms, p99 %.2f ms", mode, r.P50Ms, r.P99Ms)
+		} else if ch != nil {
 			end := revision(t, cli)
 			cs := stats(t, b, prefix, id, start, end, ch.stop(t, end))
 			cs.Label, cs.IntervalMs = fmt.Sprintf("paced load, %d puts/s", s.Rate), r.IntervalMs
@@ -116,17 +126,17 @@ func benchOverhead(t *testing.T, store s3.Config, s settings, res *results) {
 		res.Overhead = append(res.Overhead, r)
 	}
 	interval := time.Duration(s.Intervals[0]) * time.Millisecond
-	for i := range s.Pairs {
-		modes := []string{modeWithout, modeWith}
+	for i := range s.Rounds {
+		order := slices.Clone(modes)
 		if i%2 == 1 {
-			slices.Reverse(modes)
+			slices.Reverse(order)
 		}
-		for _, m := range modes {
-			run(m, interval, true, fmt.Sprintf("overhead/%d/etcd.backup", i))
+		for _, m := range order {
+			run(i, m, interval, true, fmt.Sprintf("overhead/%d/etcd.backup", i))
 		}
 	}
 	for _, iv := range s.Intervals[1:] {
-		run(modeWith, time.Duration(iv)*time.Millisecond, false, fmt.Sprintf("overhead/%dms/etcd.backup", iv))
+		run(s.Rounds, modeWith, time.Duration(iv)*time.Millisecond, false, fmt.Sprintf("overhead/%dms/etcd.backup", iv))
 	}
 }
 
