@@ -165,12 +165,7 @@ func (c *Capturer) flush(parent context.Context) {
 		}
 	}
 	for {
-		c.mu.Lock()
-		var seg *Segment
-		if len(c.queue) > 0 {
-			seg = c.queue[0]
-		}
-		c.mu.Unlock()
+		seg := c.head()
 		if seg == nil {
 			return
 		}

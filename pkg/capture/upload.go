@@ -59,12 +59,7 @@ func (c *Capturer) Progress() Progress {
 func (c *Capturer) uploadLoop(ctx context.Context) error {
 	bo := newBackoff(&c.cfg)
 	for {
-		c.mu.Lock()
-		var seg *Segment
-		if len(c.queue) > 0 {
-			seg = c.queue[0]
-		}
-		c.mu.Unlock()
+		seg := c.head()
 		if seg == nil {
 			select {
 			case <-ctx.Done():
@@ -95,6 +90,16 @@ func (c *Capturer) uploadLoop(ctx context.Context) error {
 		case <-t.C():
 		}
 	}
+}
+
+// head is the oldest segment waiting for upload, nil if none.
+func (c *Capturer) head() *Segment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return nil
+	}
+	return c.queue[0]
 }
 
 // upload stores seg under key unless it is there already. It never overwrites: an existing

@@ -222,7 +222,7 @@ func (c *captures) notify(run *captureRun) {
 func (c *captures) loop(ctx context.Context, run *captureRun) {
 	log := logr.FromContextOrDiscard(ctx)
 	wait := captureRetryInitial
-	var compacted int64 // etcd's compaction revision, as the last capture met it
+	var compacted compaction // etcd's compaction, as the last capture met it
 	for {
 		stored, err := c.attempt(ctx, run, &compacted)
 		if ctx.Err() != nil {
@@ -252,8 +252,8 @@ func (c *captures) loop(ctx context.Context, run *captureRun) {
 }
 
 // attempt captures the schedule's cluster once, until the capture stops; stored says whether it
-// stored a segment. compacted carries etcd's compaction revision from one attempt to the next.
-func (c *captures) attempt(ctx context.Context, run *captureRun, compacted *int64) (stored bool, err error) {
+// stored a segment. compacted carries etcd's compaction from one attempt to the next.
+func (c *captures) attempt(ctx context.Context, run *captureRun, compacted *compaction) (stored bool, err error) {
 	ns, spec := run.key.Namespace, &run.want.backup
 	tgt, err := backuptarget.Resolve(ctx, c.cache, c.live, ns, spec, c.opts.AllowedEtcdEndpoints)
 	if err != nil {
@@ -278,7 +278,7 @@ func (c *captures) attempt(ctx context.Context, run *captureRun, compacted *int6
 	if err != nil {
 		return false, err
 	}
-	from, err := findStart(ctx, store.Backend, store.Key, id, *compacted)
+	from, err := findStart(ctx, store.Backend, store.Key, id, compacted.floor(id))
 	if err != nil {
 		return false, err
 	}
@@ -310,9 +310,24 @@ func (c *captures) attempt(ctx context.Context, run *captureRun, compacted *int6
 	wg.Wait()
 	run.record(cp.Progress())
 	if ce, ok := errors.AsType[*capture.CompactedError](err); ok {
-		*compacted = ce.CompactRevision
+		*compacted = compaction{id: id, revision: ce.CompactRevision}
 	}
 	return cp.Progress().Segments > 0, err
+}
+
+// compaction is etcd's compaction revision as a capture of cluster id met it.
+type compaction struct {
+	id       snapshot.Identity
+	revision int64
+}
+
+// floor is the compaction revision that applies to a capture of cluster id: none for another
+// cluster (a cluster re-created under the same name starts at revision 1 again).
+func (c compaction) floor(id snapshot.Identity) int64 {
+	if c.id != id {
+		return 0
+	}
+	return c.revision
 }
 
 // follow copies cp's progress into run's state and the metrics until done closes.

@@ -40,3 +40,22 @@ func TestPickStart(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionFloor: a compaction met by the capture of one cluster does not hold back the
+// capture of another (a cluster deleted and re-created under the same name counts from
+// revision 1 again, and would otherwise wait for a backup past the old compaction forever).
+func TestCompactionFloor(t *testing.T) {
+	old := snapshot.Identity{Namespace: "ns", Cluster: "main", ClusterID: 1}
+	recreated := snapshot.Identity{Namespace: "ns", Cluster: "main", ClusterID: 2}
+	c := compaction{id: old, revision: 5000}
+	if got := c.floor(old); got != 5000 {
+		t.Errorf("floor of the compacted cluster = %d, want 5000", got)
+	}
+	if got := c.floor(recreated); got != 0 {
+		t.Errorf("floor of another cluster = %d, want 0", got)
+	}
+	// With the floor of another cluster, the re-created cluster's first backup is continued.
+	if p, err := pickStart(0, 40, c.floor(recreated), recreated); err != nil || p.revision != 41 {
+		t.Errorf("pickStart for the re-created cluster = %+v, %v; want revision 41", p, err)
+	}
+}
