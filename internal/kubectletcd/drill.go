@@ -132,7 +132,8 @@ func activeDrill(ctx context.Context, c client.Reader, s *etcdv1beta2.EtcdBackup
 
 // manualDrill is the EtcdRestore the backup operator would create for a drill of s at now
 // (createDrill): backup b into a scratch cluster of the drill's name, copying
-// restoreDrill.clusterTemplate (default: the cluster), with the drill's TTL, owned by s.
+// restoreDrill.clusterTemplate (default: the cluster), with the drill's TTL and point in time (the
+// capture's newest with continuousCapture), owned by s.
 func manualDrill(c client.Client, s *etcdv1beta2.EtcdBackupSchedule, cluster *etcdv1beta2.EtcdCluster, b *etcdv1beta2.EtcdBackup, now time.Time) (*etcdv1beta2.EtcdRestore, error) {
 	name := etcdbackupschedule.DrillName(s.Name, now)
 	tmpl := &etcdv1beta2.EtcdClusterRef{Name: cluster.Name}
@@ -159,6 +160,7 @@ func manualDrill(c client.Client, s *etcdv1beta2.EtcdBackupSchedule, cluster *et
 			EtcdCluster:             etcdv1beta2.EtcdClusterRef{Name: name},
 			ClusterTemplate:         tmpl,
 			BackupRef:               &etcdv1beta2.LocalObjectReference{Name: b.Name},
+			PointInTime:             s.DrillPoint(),
 			TTLSecondsAfterFinished: &ttl,
 		},
 	}
@@ -195,4 +197,7 @@ func printDrill(w io.Writer, rs *etcdv1beta2.EtcdRestore, res *etcdv1beta2.Drill
 		backupAge = res.BackupAge.Duration.String()
 	}
 	fmt.Fprintf(w, "  time to restore (RTO) %s, backup age %s\n", rto, backupAge)
+	if pt := res.PointInTime; pt != nil && res.RecoveryPointAge != nil {
+		fmt.Fprintf(w, "  recovery point (RPO) %s: %d captured revisions replayed onto the backup, to revision %d\n", res.RecoveryPointAge.Duration, pt.Revisions, pt.Revision)
+	}
 }

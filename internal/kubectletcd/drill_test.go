@@ -31,6 +31,9 @@ func TestDrillNow(t *testing.T) {
 		Verification: &etcdv1beta2.RestoreVerification{Keys: 1200, Passed: true, MembersVerified: 3},
 		Conditions:   []metav1.Condition{{Type: etcdv1beta2.RestoreConditionComplete, Status: metav1.ConditionTrue, Reason: "Verified", Message: "verified", LastTransitionTime: metav1.Time{Time: now}}},
 	}
+	captured := *passed.DeepCopy()
+	captured.StartTime = &metav1.Time{Time: now}
+	captured.PointInTime = &etcdv1beta2.RestoredPoint{Revision: 900, Revisions: 400, Time: &metav1.Time{Time: now.Add(-3 * time.Second)}}
 	failed := etcdv1beta2.RestoreStatus{
 		Phase: etcdv1beta2.RestorePhaseFailed, Reason: "SeedFailed", BackupLocation: "S3://bucket/main_1",
 		Conditions: []metav1.Condition{{Type: etcdv1beta2.RestoreConditionFailed, Status: metav1.ConditionTrue, Reason: "SeedFailed", Message: "etcdutl snapshot restore: checksum mismatch", LastTransitionTime: metav1.Time{Time: now}}},
@@ -39,6 +42,7 @@ func TestDrillNow(t *testing.T) {
 		name     string
 		status   etcdv1beta2.RestoreStatus
 		deleted  bool // delete the drill instead of finishing it
+		capture  bool // the schedule runs continuousCapture
 		args     []string
 		code     int
 		contains []string
@@ -47,6 +51,8 @@ func TestDrillNow(t *testing.T) {
 			"PASSED: S3://bucket/main_1 restored into scratch cluster nightly-drill-29929230, 1200 keys verified on every member", "time to restore (RTO) 1m35s, backup age 1h0m0s"}},
 		{name: "failed", status: failed, code: 1, contains: []string{"phase Failed",
 			"FAILED: SeedFailed: etcdutl snapshot restore: checksum mismatch", "kubectl describe etcdrestore nightly-drill-29929230"}},
+		{name: "captured", status: captured, capture: true, code: 0, contains: []string{"time to restore (RTO) 1m35s, backup age 1h0m0s",
+			"recovery point (RPO) 3s: 400 captured revisions replayed onto the backup, to revision 900"}},
 		{name: "json", status: passed, args: []string{"-o", "json"}, code: 0},
 		{name: "deleted", deleted: true, code: 1},
 	} {
@@ -55,6 +61,9 @@ func TestDrillNow(t *testing.T) {
 			newCluster(t, ns, "main", etcdv1beta2.ClusterStatus{})
 			s := newSchedule(t, ns, "nightly", "main", etcdv1beta2.BackupStorageTypeS3, s3Source("bucket/main"), etcdv1beta2.BackupScheduleStatus{LastSuccessfulBackup: "nightly-1"})
 			s.Spec.RestoreDrill = &etcdv1beta2.RestoreDrillSpec{Schedule: "0 4 * * 0", ClusterTemplate: &etcdv1beta2.EtcdClusterRef{Name: "drill-template"}, TTLSecondsAfterFinished: ptr.To[int32](120)}
+			if tc.capture {
+				s.Spec.ContinuousCapture = &etcdv1beta2.ContinuousCaptureSpec{}
+			}
 			if err := k8s.Update(t.Context(), s); err != nil {
 				t.Fatal(err)
 			}
@@ -71,6 +80,9 @@ func TestDrillNow(t *testing.T) {
 			if sp.EtcdCluster.Name != name || sp.ClusterTemplate == nil || sp.ClusterTemplate.Name != "drill-template" || sp.BackupRef == nil || sp.BackupRef.Name != "nightly-1" ||
 				sp.TTLSecondsAfterFinished == nil || *sp.TTLSecondsAfterFinished != 120 || sp.BackupScheduleRef != nil {
 				t.Errorf("spec %+v, want backup nightly-1 into scratch %s from template drill-template, TTL 120", sp, name)
+			}
+			if (sp.PointInTime != nil) != tc.capture || (tc.capture && (sp.PointInTime.Revision != 0 || sp.PointInTime.Time != nil)) {
+				t.Errorf("spec.pointInTime %+v; want {} (the newest point captured) exactly when the schedule captures (%t)", sp.PointInTime, tc.capture)
 			}
 			if rs.Labels[etcdbackupschedule.DrillLabel] != "nightly" || !metav1.IsControlledBy(rs, s) ||
 				rs.Annotations[etcdbackupschedule.ScheduledTimeAnnotation] != "2026-11-27T04:30:00Z" || rs.Annotations[ManualDrillAnnotation] != "true" {

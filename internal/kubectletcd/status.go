@@ -130,6 +130,9 @@ func writeDrills(w io.Writer, schedules []etcdv1beta2.EtcdBackupSchedule, now ti
 		if d.BackupAge != nil {
 			fmt.Fprintf(tw, ", backup age %s", d.BackupAge.Duration)
 		}
+		if d.PointInTime != nil && d.RecoveryPointAge != nil {
+			fmt.Fprintf(tw, ", recovery point %s with the capture", d.RecoveryPointAge.Duration)
+		}
 		if d.Keys > 0 {
 			fmt.Fprintf(tw, ", %d keys verified", d.Keys)
 		}

@@ -147,7 +147,8 @@ func (r *Reconciler) setDrillPassed(s *etcdv1beta2.EtcdBackupSchedule, status me
 
 // createDrill gets or creates the EtcdRestore of the drill run at t: backup restored into a new
 // scratch cluster of the drill's name, copying tmpl, deleted ttlSecondsAfterFinished after the
-// restore finished. The schedule owns it, so deleting the schedule deletes its drills.
+// restore finished; with continuousCapture, the capture replayed onto it up to its newest
+// revision. The schedule owns it, so deleting the schedule deletes its drills.
 func (r *Reconciler) createDrill(ctx context.Context, s *etcdv1beta2.EtcdBackupSchedule, t time.Time, backup string, tmpl *etcdv1beta2.EtcdClusterRef) error {
 	name := DrillName(s.Name, t)
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &etcdv1beta2.EtcdRestore{})
@@ -172,6 +173,7 @@ func (r *Reconciler) createDrill(ctx context.Context, s *etcdv1beta2.EtcdBackupS
 			EtcdCluster:             etcdv1beta2.EtcdClusterRef{Name: name},
 			ClusterTemplate:         tmpl.DeepCopy(),
 			BackupRef:               &etcdv1beta2.LocalObjectReference{Name: backup},
+			PointInTime:             s.DrillPoint(),
 			TTLSecondsAfterFinished: &ttl,
 		},
 	}
@@ -184,7 +186,11 @@ func (r *Reconciler) createDrill(ctx context.Context, s *etcdv1beta2.EtcdBackupS
 		}
 		return fmt.Errorf("creating drill EtcdRestore %s/%s: %w", s.Namespace, name, err)
 	}
-	r.Recorder.Eventf(s, "Normal", "DrillCreated", "Created EtcdRestore %s for the drill at %s: restoring EtcdBackup %s into scratch EtcdCluster %s (template %s)",
-		name, t.UTC().Format(time.RFC3339), backup, name, tmpl.Name)
+	what := "EtcdBackup " + backup
+	if rs.Spec.PointInTime != nil {
+		what += " and the newest point of its continuous capture"
+	}
+	r.Recorder.Eventf(s, "Normal", "DrillCreated", "Created EtcdRestore %s for the drill at %s: restoring %s into scratch EtcdCluster %s (template %s)",
+		name, t.UTC().Format(time.RFC3339), what, name, tmpl.Name)
 	return nil
 }

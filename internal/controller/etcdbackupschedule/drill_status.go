@@ -112,8 +112,12 @@ func drillMessage(d *etcdv1beta2.DrillResult) string {
 		age = d.BackupAge.Duration.String()
 	}
 	if d.Passed {
-		return fmt.Sprintf("Drill %s restored %s into a scratch cluster and verified %d keys on every member; time to restore %s, backup age %s",
+		msg := fmt.Sprintf("Drill %s restored %s into a scratch cluster and verified %d keys on every member; time to restore %s, backup age %s",
 			d.Restore, d.Backup, d.Keys, rto, age)
+		if pt := d.PointInTime; pt != nil && d.RecoveryPointAge != nil {
+			msg += fmt.Sprintf(", recovery point age %s (%d captured revisions replayed, to revision %d)", d.RecoveryPointAge.Duration, pt.Revisions, pt.Revision)
+		}
+		return msg
 	}
 	return fmt.Sprintf("Drill %s failed with reason %s (restoring %s; kubectl describe etcdrestore %s)", d.Restore, d.Reason, d.Backup, d.Restore)
 }

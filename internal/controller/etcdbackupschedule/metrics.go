@@ -57,7 +57,9 @@ var (
 	descDrillRTO = prometheus.NewDesc("etcd_operator_drill_last_rto_seconds",
 		"Time to restore of the schedule's newest restore drill: from its start until the drill cluster was Available and verified.", scheduleLabels, nil)
 	descDrillBackupAge = prometheus.NewDesc("etcd_operator_drill_last_backup_age_seconds",
-		"Age of the backup the newest restore drill restored, when it started (the recovery point it proved).", scheduleLabels, nil)
+		"Age of the backup the newest restore drill restored, when it started.", scheduleLabels, nil)
+	descDrillRecoveryPoint = prometheus.NewDesc("etcd_operator_drill_last_recovery_point_age_seconds",
+		"Recovery point the newest restore drill proved: how long before its start the newest change it restored was made (the backup's age, or with continuous capture the newest captured revision's).", scheduleLabels, nil)
 )
 
 // scheduleCollector exports the state of every EtcdBackupSchedule it can list.
@@ -84,7 +86,7 @@ func SetupMetrics(mgr ctrl.Manager, _ *options.Options) error {
 // Describe implements prometheus.Collector.
 func (c *scheduleCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSuspended, descLastSchedule, descNextSchedule, descLastSuccess, descMaxAge,
-		descLastRun, descCondition, descDrillPassed, descDrillCompletion, descDrillSuccess, descDrillRTO, descDrillBackupAge} {
+		descLastRun, descCondition, descDrillPassed, descDrillCompletion, descDrillSuccess, descDrillRTO, descDrillBackupAge, descDrillRecoveryPoint} {
 		ch <- d
 	}
 }
@@ -180,6 +182,9 @@ func (c *scheduleCollector) collectDrill(gauge func(*prometheus.Desc, float64, .
 	}
 	if d.BackupAge != nil {
 		gauge(descDrillBackupAge, d.BackupAge.Seconds())
+	}
+	if d.RecoveryPointAge != nil {
+		gauge(descDrillRecoveryPoint, d.RecoveryPointAge.Seconds())
 	}
 }
 

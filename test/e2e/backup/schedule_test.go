@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackupschedule"
@@ -61,10 +62,10 @@ func operatorPods(t testing.TB, f *framework.Framework) []string {
 }
 
 // TestBackupScheduleEveryMinute runs an EtcdBackupSchedule `*/1 * * * *` with retention
-// maxBackups 3 for real, four runs (about four minutes, in parallel with the other tests; four
-// are the fewest that make retention and the history limit delete one):
-// one EtcdBackup per minute with none missed, the default successful history limit (3) keeps
-// the three newest EtcdBackups, and the bucket holds exactly the three objects those point to.
+// maxBackups 2 and successfulBackupsHistoryLimit 2 for real, three runs (about three minutes,
+// in parallel with the other tests; three are the fewest that make retention and the history
+// limit delete one): one EtcdBackup per minute with none missed, the history limit keeps the
+// two newest EtcdBackups, and the bucket holds exactly the two objects those point to.
 // Then spec.suspend is set on the running operator: the Ready condition turns Suspended and
 // the next minute passes without a run.
 func TestBackupScheduleEveryMinute(t *testing.T) {
@@ -76,12 +77,13 @@ func TestBackupScheduleEveryMinute(t *testing.T) {
 	member := singleMember(t, f, ns)
 	putKeys(t, f.EtcdClient(t, member), "/s/", 1000, 100, 100, 2)
 
-	maxBackups := int32(3)
+	const keep = 2
 	f.Create(t, &etcdv1beta2.EtcdBackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "minutely"},
 		Spec: etcdv1beta2.BackupScheduleSpec{
-			Schedule:  "*/1 * * * *",
-			Retention: &etcdv1beta2.RetentionPolicy{MaxBackups: &maxBackups},
+			Schedule:                      "*/1 * * * *",
+			Retention:                     &etcdv1beta2.RetentionPolicy{MaxBackups: ptr.To[int32](keep)},
+			SuccessfulBackupsHistoryLimit: ptr.To[int32](keep),
 			BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
 				EtcdEndpoints: []string{member},
 				StorageType:   bucket.Type,
@@ -91,8 +93,8 @@ func TestBackupScheduleEveryMinute(t *testing.T) {
 	})
 	start := time.Now()
 
-	// Four runs: every EtcdBackup ever seen, and when each completed.
-	const runs = 4
+	// Three runs: every EtcdBackup ever seen, and when each completed.
+	const runs = keep + 1
 	seen := map[string]bool{}
 	completed := map[string]bool{}
 	var children []etcdv1beta2.EtcdBackup
@@ -124,11 +126,11 @@ func TestBackupScheduleEveryMinute(t *testing.T) {
 		}
 	}
 
-	// History: the three newest EtcdBackups stay. Retention: their three objects stay, and
-	// nothing else under the prefix.
+	// History: the two newest EtcdBackups stay. Retention: their two objects stay, and nothing
+	// else under the prefix.
 	var kept []etcdv1beta2.EtcdBackup
 	var want, got []string
-	framework.Eventually(t, time.Minute, "history limit 3 and retention maxBackups 3 applied", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, time.Minute, "history limit and retention maxBackups applied", func(ctx context.Context) (bool, error) {
 		var err error
 		if kept, err = scheduleChildren(ctx, f, ns, "minutely"); err != nil {
 			return false, err
@@ -141,14 +143,14 @@ func TestBackupScheduleEveryMinute(t *testing.T) {
 		}
 		slices.Sort(want)
 		got = bucket.Keys(t, "db/")
-		return len(kept) == 3 && slices.Equal(want, got), fmt.Errorf("%d EtcdBackups %v, objects of the completed ones %v, bucket %v",
+		return len(kept) == keep && slices.Equal(want, got), fmt.Errorf("%d EtcdBackups %v, objects of the completed ones %v, bucket %v",
 			len(kept), objectNames(kept), want, got)
 	})
 	for _, b := range kept {
 		seen[b.Name] = true
 	}
-	if names = sortedKeys(seen); !slices.Equal(objectNames(kept), names[len(names)-3:]) {
-		t.Fatalf("kept EtcdBackups %v, want the newest three of %v", objectNames(kept), names)
+	if names = sortedKeys(seen); !slices.Equal(objectNames(kept), names[len(names)-keep:]) {
+		t.Fatalf("kept EtcdBackups %v, want the newest %d of %v", objectNames(kept), keep, names)
 	}
 	t.Logf("kept %v; bucket holds %v", objectNames(kept), got)
 

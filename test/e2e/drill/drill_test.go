@@ -59,6 +59,10 @@ func TestScheduledDrill(t *testing.T) {
 	t.Logf("cluster Available with %d keys at +%s", keys, time.Since(start).Round(time.Second))
 
 	bucket.CreateSecret(t, f, ns, "aws")
+	// Writes go on from before the first backup until the drill has chosen its point: the
+	// capture holds those after the backup, and the drill replays them.
+	writer := framework.StartWriter(cli, prefix+"w/")
+	defer writer.Stop()
 	s := &etcdv1beta2.EtcdBackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
 		Spec: etcdv1beta2.BackupScheduleSpec{
@@ -67,10 +71,25 @@ func TestScheduledDrill(t *testing.T) {
 				EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "db"}, StorageType: bucket.Type,
 				BackupSource: bucket.Source("db/etcd.backup", "aws"),
 			}},
-			RestoreDrill: &etcdv1beta2.RestoreDrillSpec{Schedule: "*/1 * * * *", TTLSecondsAfterFinished: ptr.To[int32](ttl), HistoryLimit: ptr.To[int32](1)},
+			// The drill is turned to every minute once the capture holds revisions after the
+			// first backup (below): it then makes up the missed minute at once.
+			RestoreDrill:      &etcdv1beta2.RestoreDrillSpec{Schedule: rare, TTLSecondsAfterFinished: ptr.To[int32](ttl), HistoryLimit: ptr.To[int32](1)},
+			ContinuousCapture: &etcdv1beta2.ContinuousCaptureSpec{SegmentIntervalSeconds: ptr.To[int32](1)},
 		},
 	}
 	f.Create(t, s)
+	framework.Eventually(t, 150*time.Second, "the first backup and a capture past it", func(ctx context.Context) (bool, error) {
+		cur := &etcdv1beta2.EtcdBackupSchedule{}
+		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, cur); err != nil {
+			return false, err
+		}
+		c := cur.Status.Capture
+		if cur.Status.LastSuccessfulBackup == "" || c == nil || c.Segments == 0 || c.CapturedRevision <= c.StartRevision {
+			return false, fmt.Errorf("lastSuccessfulBackup %q, capture %+v", cur.Status.LastSuccessfulBackup, c)
+		}
+		cur.Spec.RestoreDrill.Schedule = "*/1 * * * *"
+		return f.Client.Update(ctx, cur) == nil, nil
+	})
 
 	// The first drill: due at the first minute, started once that minute's backup completed.
 	var drill *etcdv1beta2.EtcdRestore
@@ -120,21 +139,31 @@ func TestScheduledDrill(t *testing.T) {
 		ld := got.Status.LastDrill
 		return ld != nil && ld.Restore == drill.Name, fmt.Errorf("restore phase %s; lastDrill %+v", rs.Status.Phase, ld)
 	})
+	writer.Stop()
 	ld := got.Status.LastDrill
 	rto, age := ld.TimeToRestore, ld.BackupAge
-	t.Logf("drill %s finished at +%s: passed %t, time to restore %s, backup age %s, %d keys, backup %s", ld.Restore,
-		time.Since(start).Round(time.Second), ld.Passed, dur(rto), dur(age), ld.Keys, ld.Backup)
+	t.Logf("drill %s finished at +%s: passed %t, time to restore %s, backup age %s, recovery point age %s, point %+v, %d keys, backup %s", ld.Restore,
+		time.Since(start).Round(time.Second), ld.Passed, dur(rto), dur(age), dur(ld.RecoveryPointAge), ld.PointInTime, ld.Keys, ld.Backup)
 	if !ld.Passed || ld.Reason != "" {
 		t.Fatalf("lastDrill did not pass: %+v", ld)
+	}
+	// The drill replayed the capture: its keys are the source's at the revision it reached, and
+	// its recovery point is seconds old where the backup's is not.
+	pt := ld.PointInTime
+	if drill.Spec.PointInTime == nil || pt == nil || pt.Revisions == 0 || pt.Time == nil {
+		t.Fatalf("drill spec.pointInTime %+v, lastDrill.pointInTime %+v: want the capture replayed", drill.Spec.PointInTime, pt)
+	}
+	if want := countAt(t, cli, pt.Revision); ld.Keys != want {
+		t.Errorf("lastDrill.keys %d, want the %d keys the source held at revision %d", ld.Keys, want, pt.Revision)
+	}
+	if rpo := ld.RecoveryPointAge; rpo == nil || rpo.Duration > 15*time.Second || age == nil || rpo.Duration > age.Duration {
+		t.Errorf("recoveryPointAge %s, want at most 15 s and at most the backup age %s", dur(rpo), dur(age))
 	}
 	if rto == nil || rto.Duration <= 0 || rto.Duration > time.Since(created)+5*time.Second {
 		t.Errorf("timeToRestore %v not within (0, %s]", rto, time.Since(created).Round(time.Second))
 	}
 	if age == nil || age.Duration < 0 || age.Duration > 3*time.Minute {
 		t.Errorf("backupAge %v not within [0, 3m]", age)
-	}
-	if ld.Keys != keys {
-		t.Errorf("lastDrill.keys %d, want the %d keys written", ld.Keys, keys)
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.ScheduleConditionDrillPassed); c == nil || c.Status != metav1.ConditionTrue || c.Reason != etcdv1beta2.ReasonDrillPassed {
 		t.Errorf("DrillPassed condition %+v", c)
@@ -185,8 +214,8 @@ func TestScheduledDrill(t *testing.T) {
 		return len(pods.Items)+len(pvcs.Items) == 0, fmt.Errorf("%d pods, %d volumes left", len(pods.Items), len(pvcs.Items))
 	})
 	t.Logf("scratch cluster deleted with its pods and volumes at +%s", time.Since(start).Round(time.Second))
-	if n := countAll(t, cli); n != keys {
-		t.Fatalf("template cluster db holds %d keys after the drill, want %d", n, keys)
+	if n, want := countAll(t, cli), int64(keys+len(writer.Stop())); n != want {
+		t.Fatalf("template cluster db holds %d keys after the drill, want %d", n, want)
 	}
 
 	// Deleting the schedule deletes its drills (owner reference).
@@ -208,6 +237,18 @@ func countAll(t testing.TB, cli *clientv3.Client) int64 {
 	resp, err := cli.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatalf("counting keys: %v", err)
+	}
+	return resp.Count
+}
+
+// countAt counts the keys the source held at revision rev.
+func countAt(t testing.TB, cli *clientv3.Client, rev int64) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly(), clientv3.WithRev(rev))
+	if err != nil {
+		t.Fatalf("counting the keys at revision %d: %v", rev, err)
 	}
 	return resp.Count
 }

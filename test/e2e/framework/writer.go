@@ -19,6 +19,7 @@ type Writer struct {
 	cli    *clientv3.Client
 	prefix string
 	stop   chan struct{}
+	once   sync.Once // closes stop
 	done   chan struct{}
 	mu     sync.Mutex
 	acked  []string
@@ -60,11 +61,16 @@ func StartWriter(cli *clientv3.Client, prefix string) *Writer {
 	return w
 }
 
-// Stop stops the writer and returns the writes etcd acknowledged, in order (for a test whose
-// cluster is gone by then).
-func (w *Writer) Stop() []Ack {
-	close(w.stop)
+// halt stops the writer (again: a no-op) and waits for its last write.
+func (w *Writer) halt() {
+	w.once.Do(func() { close(w.stop) })
 	<-w.done
+}
+
+// Stop stops the writer and returns the writes etcd acknowledged, in order (for a test whose
+// cluster is gone by then). It may be called again, returning the same writes.
+func (w *Writer) Stop() []Ack {
+	w.halt()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]Ack, len(w.acked))
@@ -78,8 +84,7 @@ func (w *Writer) Stop() []Ack {
 // there was at least one).
 func (w *Writer) Finish(t testing.TB) {
 	t.Helper()
-	close(w.stop)
-	<-w.done
+	w.halt()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := w.cli.Get(ctx, w.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())

@@ -290,7 +290,9 @@ type BackupScheduleStatus struct {
 // RestoreDrillSpec makes an EtcdBackupSchedule test its own backups: on its own cron schedule it
 // restores the newest successful backup into a scratch cluster with an EtcdRestore, which
 // verifies the restored keyspace on every member, records the time to restore, and deletes the
-// scratch cluster after ttlSecondsAfterFinished.
+// scratch cluster after ttlSecondsAfterFinished. With continuousCapture, the drill also replays
+// the capture up to the newest revision it holds (pointInTime {}), so that it proves the
+// recovery point the capture gives, not only the backup's.
 type RestoreDrillSpec struct {
 	// schedule is a 5-field cron expression (read in the schedule's timeZone) for the drills,
 	// e.g. "0 4 * * 0" for Sundays at 04:00, or a descriptor such as @weekly.
@@ -343,6 +345,19 @@ type DrillResult struct {
 	// backupAge is how old the restored backup was when the drill started.
 	// +optional
 	BackupAge *metav1.Duration `json:"backupAge,omitempty"`
+	// pointInTime, for a schedule with continuousCapture, is the newest captured point the
+	// drill replayed onto the backup: its revision, when the capture received it, and how many
+	// revisions were replayed.
+	// +optional
+	PointInTime *RestoredPoint `json:"pointInTime,omitempty"`
+	// recoveryPointAge is the recovery point the drill proved (its RPO): how long before the
+	// drill started the newest change it restored was made. Without continuousCapture it is
+	// backupAge; with it, the drill's start minus when the capture received the newest revision
+	// replayed (backupAge when the capture held none after the backup), 0 when that revision
+	// came after the start. Every write acknowledged before that point came back. A cluster
+	// with no writes in between would have lost nothing, which this figure cannot tell.
+	// +optional
+	RecoveryPointAge *metav1.Duration `json:"recoveryPointAge,omitempty"`
 	// keys is the number of keys the drill verified.
 	// +optional
 	Keys int64 `json:"keys,omitempty"`

@@ -1,6 +1,8 @@
 package v1beta2
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -22,6 +24,13 @@ func DrillResultOf(rs *EtcdRestore) *DrillResult {
 	if st.Verification != nil {
 		res.Keys = st.Verification.Keys
 	}
+	res.RecoveryPointAge = st.BackupAge.DeepCopy()
+	if pt := st.PointInTime; pt != nil {
+		res.PointInTime = pt.DeepCopy()
+		if pt.Revisions > 0 && pt.Time != nil && st.StartTime != nil {
+			res.RecoveryPointAge = &metav1.Duration{Duration: max(0, st.StartTime.Sub(pt.Time.Time).Round(time.Second))}
+		}
+	}
 	if !res.Passed {
 		res.Reason = ReasonVerificationFailed
 		if c := meta.FindStatusCondition(st.Conditions, RestoreConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
@@ -29,4 +38,14 @@ func DrillResultOf(rs *EtcdRestore) *DrillResult {
 		}
 	}
 	return res
+}
+
+// DrillPoint is the pointInTime of the schedule's drills: the newest point captured ({}) when
+// it runs continuousCapture, so that the drill proves the capture's recovery point; nil
+// otherwise (the backup alone).
+func (s *EtcdBackupSchedule) DrillPoint() *PointInTime {
+	if s.Spec.ContinuousCapture == nil {
+		return nil
+	}
+	return &PointInTime{}
 }
