@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/capture"
@@ -59,7 +60,10 @@ func ResolvePoint(ctx context.Context, b backend.Backend, key string, base int64
 	}
 	got, err := capture.Resolve(ctx, b, prefix, info.Identity, base, Target(at))
 	if err != nil {
-		if errors.Is(err, capture.ErrNotCaptured) || errors.Is(err, capture.ErrCorrupt) {
+		switch why := storage.DecodeReason(err); {
+		case why == etcdv1beta2.ReasonDecryptionFailed:
+			return nil, reason.Errorf(why, "reading the capture after %s: %w%s", key, err, storage.DecodeHint(err))
+		case why != "" || errors.Is(err, capture.ErrNotCaptured) || errors.Is(err, capture.ErrCorrupt):
 			return nil, reason.Errorf(etcdv1beta2.ReasonNotCaptured, "%w", err)
 		}
 		return nil, reason.Errorf(etcdv1beta2.ReasonStorageUnreachable, "reading the capture after %s: %w", key, err)

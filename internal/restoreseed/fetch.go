@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
@@ -36,6 +37,9 @@ func Fetch(ctx context.Context, b backend.Backend, key string, want Expect, w io
 		if backend.IsPermissionDenied(err) {
 			return Fetched{}, reason.Errorf(etcdv1beta2.ReasonInvalidCredentials, "the object store refused the credentials for %q: %w", key, err)
 		}
+		if why := storage.DecodeReason(err); why != "" {
+			return Fetched{}, reason.Errorf(why, "backup object %q: %w%s", key, err, storage.DecodeHint(err))
+		}
 		return Fetched{}, reason.Errorf(etcdv1beta2.ReasonStorageUnreachable, "reading backup object %q: %w", key, err)
 	}
 	defer rc.Close()
@@ -45,6 +49,8 @@ func Fetch(ctx context.Context, b backend.Backend, key string, want Expect, w io
 	switch {
 	case errors.Is(err, snapshot.ErrChecksumMismatch), errors.Is(err, snapshot.ErrTruncated):
 		return got, reason.Errorf(etcdv1beta2.ReasonBackupCorrupt, "backup object %q is not a valid etcd snapshot: %w", key, err)
+	case storage.DecodeReason(err) != "":
+		return got, reason.Errorf(storage.DecodeReason(err), "backup object %q: %w", key, err)
 	case err != nil && ctx.Err() == nil && !isWriteError(err):
 		return got, reason.Errorf(etcdv1beta2.ReasonStorageUnreachable, "reading backup object %q: %w", key, err)
 	case err != nil:

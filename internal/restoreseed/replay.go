@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
+	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/capture"
@@ -45,7 +46,10 @@ func replay(ctx context.Context, b backend.Backend, key, snap string, size int64
 	}
 	rep, err := capture.Replay(ctx, b, prefix, info.Identity, snap, target, capture.ReplayOptions{})
 	if err != nil {
-		if errors.Is(err, capture.ErrNotCaptured) || errors.Is(err, capture.ErrCorrupt) || errors.Is(err, capture.ErrInconsistent) {
+		switch why := storage.DecodeReason(err); {
+		case why == etcdv1beta2.ReasonDecryptionFailed:
+			return nil, reason.Errorf(why, "reading the capture: %w%s", err, storage.DecodeHint(err))
+		case why != "" || errors.Is(err, capture.ErrNotCaptured) || errors.Is(err, capture.ErrCorrupt) || errors.Is(err, capture.ErrInconsistent):
 			return nil, reason.Errorf(etcdv1beta2.ReasonNotCaptured, "%w", err)
 		}
 		return nil, err

@@ -33,6 +33,12 @@ type Location struct {
 	Secret string `json:"secret,omitempty"`
 	// CA names a Secret key with PEM CA certificates trusted for the endpoint.
 	CA *etcdv1beta2.SecretKeySelector `json:"ca,omitempty"`
+	// Encryption names the Secret with the age keys (the storage block's encryption); empty:
+	// objects are written plain and encrypted ones cannot be read.
+	Encryption string `json:"encryption,omitempty"`
+	// Compress compresses what is written with zstd (a backup spec's compression). Reading
+	// needs no setting.
+	Compress bool `json:"compress,omitempty"`
 }
 
 // FromSource is the one place a storage block of the API becomes a Location: the block that typ
@@ -72,6 +78,9 @@ func FromSource(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource)
 			l.CA.Key = etcdv1beta2.DefaultCAKey
 		}
 	}
+	if src.Encryption != nil {
+		l.Encryption = src.Encryption.SecretName
+	}
 	var err error
 	if l.Bucket, l.Key, err = factory.SplitPath(path); err != nil {
 		return Location{}, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "storage %s: %w", typ, err)
@@ -87,22 +96,30 @@ func (l Location) Block() etcdv1beta2.BackupSource {
 	if l.CA != nil {
 		ca = l.CA.DeepCopy()
 	}
+	var src etcdv1beta2.BackupSource
 	switch l.Type {
 	case etcdv1beta2.BackupStorageTypeS3:
-		return etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: path, AWSSecret: l.Secret, Endpoint: l.Endpoint, ForcePathStyle: l.ForcePathStyle, EndpointCA: ca}}
+		src.S3 = &etcdv1beta2.S3Source{Path: path, AWSSecret: l.Secret, Endpoint: l.Endpoint, ForcePathStyle: l.ForcePathStyle, EndpointCA: ca}
 	case etcdv1beta2.BackupStorageTypeABS:
-		return etcdv1beta2.BackupSource{ABS: &etcdv1beta2.ABSSource{Path: path, ABSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}}
+		src.ABS = &etcdv1beta2.ABSSource{Path: path, ABSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}
 	case etcdv1beta2.BackupStorageTypeGCS:
-		return etcdv1beta2.BackupSource{GCS: &etcdv1beta2.GCSSource{Path: path, GCPSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}}
+		src.GCS = &etcdv1beta2.GCSSource{Path: path, GCPSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}
 	case etcdv1beta2.BackupStorageTypeOSS:
-		return etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: path, OSSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}}
+		src.OSS = &etcdv1beta2.OSSSource{Path: path, OSSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}
+	default:
+		return etcdv1beta2.BackupSource{}
 	}
-	return etcdv1beta2.BackupSource{}
+	if l.Encryption != "" {
+		src.Encryption = &etcdv1beta2.BackupEncryption{SecretName: l.Encryption}
+	}
+	return src
 }
 
-// FromSpec is FromSource of a backup spec's storage type and block.
+// FromSpec is FromSource of a backup spec's storage type and block, with its compression.
 func FromSpec(spec *etcdv1beta2.BackupSpec) (Location, error) {
-	return FromSource(spec.StorageType, spec.BackupSource)
+	l, err := FromSource(spec.StorageType, spec.BackupSource)
+	l.Compress = spec.Compression == etcdv1beta2.CompressionZstd
+	return l, err
 }
 
 func missingBlock(typ etcdv1beta2.BackupStorageType, block string) error {

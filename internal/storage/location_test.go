@@ -35,6 +35,9 @@ func sources() map[string]struct {
 		"oss, coreos form": {etcdv1beta2.BackupStorageTypeOSS,
 			etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: "my-etcd-backups-bucket/etcd.backup", OSSSecret: "my-oss-credentials", Endpoint: "http://oss-cn-hangzhou.aliyuncs.com"}},
 			Location{Type: "OSS", Bucket: "my-etcd-backups-bucket", Key: "etcd.backup", Endpoint: "http://oss-cn-hangzhou.aliyuncs.com", Secret: "my-oss-credentials"}},
+		"s3, encrypted": {etcdv1beta2.BackupStorageTypeS3,
+			etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bk/enc", AWSSecret: "aws"}, Encryption: &etcdv1beta2.BackupEncryption{SecretName: "age-keys"}},
+			Location{Type: "S3", Bucket: "bk", Key: "enc", Secret: "aws", Encryption: "age-keys"}},
 		"oss, CA": {etcdv1beta2.BackupStorageTypeOSS,
 			etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: "bk/nightly", OSSSecret: "oss", EndpointCA: ca}},
 			Location{Type: "OSS", Bucket: "bk", Key: "nightly", Secret: "oss", CA: ca}},
@@ -71,7 +74,11 @@ func TestLocationRoundTrip(t *testing.T) {
 			root := t.TempDir()
 			_, mounts := PodSecrets(l, root)
 			for _, m := range mounts {
-				writeSecret(t, m.MountPath, map[string]string{"credentials": "creds of " + filepath.Base(m.MountPath), "bundle.pem": "pem", "ca.crt": "pem"})
+				writeSecret(t, m.MountPath, map[string]string{"credentials": "creds of " + filepath.Base(m.MountPath), "bundle.pem": "pem", "ca.crt": "pem",
+					etcdv1beta2.EncryptionIdentityKey: testIdentity})
+			}
+			if enc, err := l.encoding(t.Context(), DirSecrets{Root: root}); err != nil || (l.Encryption != "") != (len(enc.Identities) == 1 && len(enc.Write.Recipients) == 1) {
+				t.Errorf("encoding %+v, %v: want the mounted identity exactly when the block names encryption", enc, err)
 			}
 			cfg, err := l.Config(t.Context(), DirSecrets{Root: root})
 			if err != nil {

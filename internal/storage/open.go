@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
+	"github.com/etcd-operator/etcd-operator/pkg/codec"
 )
 
 // Secrets reads the data of a Secret a Location names. A missing one is a SecretNotFound
@@ -99,10 +101,14 @@ func (l Location) Config(ctx context.Context, secrets Secrets) (factory.Config, 
 	return cfg, nil
 }
 
-// Store is an opened object store and the Location it was opened for.
+// Store is an opened object store and the Location it was opened for. Its Backend encodes
+// what it writes as the Location says (compression, encryption) and decodes whatever it
+// reads (backend.WithEncoding).
 type Store struct {
 	backend.Backend
 	Location
+	// Format is how Put stores objects: plain, zstd, age or zstd+age.
+	Format codec.Format
 }
 
 // URLOf is the status URL of key in the store.
@@ -120,9 +126,75 @@ func Open(ctx context.Context, l Location, secrets Secrets, ambient AmbientPolic
 	if err != nil {
 		return nil, err
 	}
+	enc, err := l.encoding(ctx, secrets)
+	if err != nil {
+		return nil, err
+	}
 	b, err := factory.New(ctx, cfg)
 	if err != nil {
 		return nil, reason.Errorf(etcdv1beta2.ReasonInvalidCredentials, "configuring %s storage with secret %q: %w", l.Type, l.Secret, err)
 	}
-	return &Store{Backend: b, Location: l}, nil
+	return &Store{Backend: backend.WithEncoding(b, enc), Location: l, Format: enc.Write.Format()}, nil
+}
+
+// encoding is how objects of l are written (compressed when l.Compress, encrypted to the
+// recipients of l.Encryption's Secret) and the identities they are read with. A Secret with
+// neither key, or with a key that does not parse, is an EncryptionKeyInvalid failure.
+func (l Location) encoding(ctx context.Context, secrets Secrets) (backend.Encoding, error) {
+	enc := backend.Encoding{Write: codec.Options{Compress: l.Compress}}
+	if l.Encryption == "" {
+		return enc, nil
+	}
+	data, err := secrets.Data(ctx, l.Encryption)
+	if err != nil {
+		return enc, err
+	}
+	invalid := func(err error) error {
+		return reason.Errorf(etcdv1beta2.ReasonEncryptionKeyInvalid, "encryption secret %s: %w", l.Encryption, err)
+	}
+	idData, rcData := data[etcdv1beta2.EncryptionIdentityKey], data[etcdv1beta2.EncryptionRecipientsKey]
+	if len(idData) == 0 && len(rcData) == 0 {
+		return enc, invalid(fmt.Errorf("has neither %q (age identities, as age-keygen writes them) nor %q (age1... public keys)",
+			etcdv1beta2.EncryptionIdentityKey, etcdv1beta2.EncryptionRecipientsKey))
+	}
+	if len(idData) > 0 {
+		if enc.Identities, err = codec.ParseIdentities(idData); err != nil {
+			return enc, invalid(fmt.Errorf("key %q: %w", etcdv1beta2.EncryptionIdentityKey, err))
+		}
+	}
+	if len(rcData) > 0 {
+		enc.Write.Recipients, err = codec.ParseRecipients(rcData)
+	} else {
+		enc.Write.Recipients, err = codec.RecipientsOf(enc.Identities)
+	}
+	if err != nil {
+		return enc, invalid(err)
+	}
+	return enc, nil
+}
+
+// DecodeReason is the reason of an error reading an object through a Store that comes from
+// its encoding: DecryptionFailed for an encrypted object no identity opens (or read without
+// encryption configured), BackupCorrupt for one whose encryption or compression is damaged or
+// cut short; "" for any other error.
+func DecodeReason(err error) string {
+	switch {
+	case errors.Is(err, codec.ErrWrongKey), errors.Is(err, codec.ErrNoKey):
+		return etcdv1beta2.ReasonDecryptionFailed
+	case errors.Is(err, codec.ErrCorrupt):
+		return etcdv1beta2.ReasonBackupCorrupt
+	}
+	return ""
+}
+
+// DecodeHint says what to do about an encrypted object that could not be read: "" for other
+// errors.
+func DecodeHint(err error) string {
+	switch {
+	case errors.Is(err, codec.ErrNoKey):
+		return "; the object is encrypted with age: name the Secret with its identity in the storage block's encryption.secretName"
+	case errors.Is(err, codec.ErrWrongKey):
+		return "; the identities in the encryption Secret's \"identity\" key are not among the object's recipients: name the Secret with the key it was encrypted to"
+	}
+	return ""
 }

@@ -3,18 +3,19 @@ package storage
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
-// PodSecrets mounts, read-only, every Secret l names (credentials and CA bundle, once each) at
-// root/<name>, where DirSecrets{Root: root} finds them: the volumes to add to a pod and the
-// mounts to add to the container that opens l.
+// PodSecrets mounts, read-only, every Secret l names (credentials, CA bundle and encryption
+// keys, once each) at root/<name>, where DirSecrets{Root: root} finds them: the volumes to add
+// to a pod and the mounts to add to the container that opens l.
 func PodSecrets(l Location, root string) ([]corev1.Volume, []corev1.VolumeMount) {
 	var names []string
-	for _, n := range []string{l.Secret, caName(l)} {
-		if n != "" && (len(names) == 0 || names[0] != n) {
+	for _, n := range []string{l.Secret, caName(l), l.Encryption} {
+		if n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}

@@ -109,32 +109,31 @@ func (c *Capturer) head() *Segment {
 func (c *Capturer) upload(ctx context.Context, key string, seg *Segment) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.UploadTimeout)
 	defer cancel()
-	info, err := c.cfg.Backend.Stat(ctx, key)
+	_, err := c.cfg.Backend.Stat(ctx, key)
 	switch {
 	case err == nil:
-		return sameObject(ctx, c.cfg.Backend, key, info.Size, seg)
+		return sameObject(ctx, c.cfg.Backend, key, seg)
 	case !backend.IsNotFound(err):
 		return err
 	}
 	return c.cfg.Backend.Put(ctx, key, bytes.NewReader(seg.Data))
 }
 
-// sameObject compares the object stored under key, of size size, with seg.
-func sameObject(ctx context.Context, b backend.Backend, key string, size int64, seg *Segment) error {
-	if size != int64(len(seg.Data)) {
-		return fmt.Errorf("%w: %s holds %d bytes, the segment has %d", ErrConflict, key, size, len(seg.Data))
-	}
+// sameObject compares the object stored under key with seg, as read back: the sizes Stat
+// reports cannot tell, since a store may compress and encrypt (backend.WithEncoding).
+func sameObject(ctx context.Context, b backend.Backend, key string, seg *Segment) error {
 	rc, err := b.Get(ctx, key)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, rc); err != nil {
+	n, err := io.Copy(h, rc)
+	if err != nil {
 		return fmt.Errorf("reading the existing %s: %w", key, err)
 	}
-	if !bytes.Equal(h.Sum(nil), seg.SHA256[:]) {
-		return fmt.Errorf("%w: %s holds other bytes of the same size", ErrConflict, key)
+	if n != int64(len(seg.Data)) || !bytes.Equal(h.Sum(nil), seg.SHA256[:]) {
+		return fmt.Errorf("%w: %s holds other bytes (%d, the segment has %d)", ErrConflict, key, n, len(seg.Data))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/kvhash"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/codec"
 )
 
 // ErrHashMismatch: the stored object's keyspace hash differs from the live member's HashKV at
@@ -80,7 +81,10 @@ func checkHashKV(ctx context.Context, cfg *Config, cli *clientv3.Client, m Membe
 	}
 	stored, err := hashStored(ctx, cfg, b, key)
 	switch {
-	case errors.Is(err, ErrChecksumMismatch), errors.Is(err, ErrTruncated):
+	case errors.Is(err, ErrChecksumMismatch), errors.Is(err, ErrTruncated), errors.Is(err, codec.ErrCorrupt):
+		// The object read back is not what was written: its encryption or compression, or the
+		// snapshot inside, is damaged. (An encrypted object the operator holds no identity for,
+		// codec.ErrNoKey or ErrWrongKey, is skipped below: it was written whole.)
 		return check, err
 	case err != nil:
 		check.Skipped = err.Error()

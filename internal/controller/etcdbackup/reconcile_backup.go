@@ -10,6 +10,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
+	"github.com/etcd-operator/etcd-operator/pkg/codec"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdaccess"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -19,6 +20,8 @@ type outcome struct {
 	snapshot.Result
 	location string
 	cluster  string
+	// format is how the object is stored (codec.Format: plain, zstd, age, zstd+age).
+	format string
 }
 
 // backup resolves the cluster and the store, streams one verified snapshot and, for periodic
@@ -84,7 +87,7 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	if cluster == "" {
 		cluster = obj.Name
 	}
-	out := &outcome{Result: res, location: store.URLOf(res.Key), cluster: cluster}
+	out := &outcome{Result: res, location: store.URLOf(res.Key), cluster: cluster, format: store.Format.String()}
 	if limit > 0 && !cfg.CheckHashKV {
 		out.HashKV.Skipped = fmt.Sprintf("the database (%d bytes) is larger than --hashkv-check-max-size (%d bytes)", m.DbSize, limit)
 	}
@@ -114,7 +117,7 @@ func classify(err error) *reason.Error {
 		// The stored object is a valid snapshot whose keyspace differs from the member's: a
 		// retry would store the same disagreement, so the backup fails at once.
 		return &reason.Error{Reason: etcdv1beta2.ReasonVerificationFailed, Err: err}
-	case errors.Is(err, snapshot.ErrChecksumMismatch), errors.Is(err, snapshot.ErrTruncated):
+	case errors.Is(err, snapshot.ErrChecksumMismatch), errors.Is(err, snapshot.ErrTruncated), errors.Is(err, codec.ErrCorrupt):
 		return transient(etcdv1beta2.ReasonVerificationFailed)
 	case errors.Is(err, snapshot.ErrStream):
 		return transient(etcdv1beta2.ReasonSnapshotFailed)

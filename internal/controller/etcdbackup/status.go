@@ -21,13 +21,14 @@ func (r *Reconciler) recordSuccess(obj *etcdv1beta2.EtcdBackup, out *outcome) {
 	st.StartTime = &metav1.Time{Time: out.Start}
 	st.Duration = &metav1.Duration{Duration: out.Duration}
 	st.Location, st.Size, st.SHA256, st.Member = out.location, out.Size, out.SHA256, out.Member.Endpoint
+	st.Format = out.format
 	st.ObservedGeneration = obj.Generation
 	st.Phase = etcdv1beta2.BackupPhaseCompleted
 	if !obj.Spec.IsPeriodic() {
 		st.Attempts++
 	}
-	msg := fmt.Sprintf("Verified snapshot at revision %d (%d bytes, sha256 %s) from %s stored at %s",
-		out.Member.Revision, out.Size, out.SHA256, out.Member.Endpoint, out.location)
+	msg := fmt.Sprintf("Verified snapshot at revision %d (%d bytes, sha256 %s) from %s stored at %s (%s)",
+		out.Member.Revision, out.Size, out.SHA256, out.Member.Endpoint, out.location, out.format)
 	st.KeyspaceCheck = nil
 	if h := out.HashKV; h.Checked || h.Skipped != "" {
 		st.KeyspaceCheck = &etcdv1beta2.KeyspaceCheck{Checked: h.Checked, Hash: int64(h.Hash), Revision: h.Revision,

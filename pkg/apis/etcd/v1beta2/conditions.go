@@ -97,6 +97,12 @@ const (
 	ReasonNotCaptured        = "NotCaptured"
 	ReasonStorageUnreachable = "StorageUnreachable"
 	ReasonInvalidCredentials = "InvalidCredentials"
+	// ReasonDecryptionFailed: the backup or segment is encrypted, and the encryption Secret's
+	// identities do not open it (a wrong key), or no encryption is configured to read it.
+	ReasonDecryptionFailed = "DecryptionFailed"
+	// ReasonEncryptionKeyInvalid: the encryption Secret has no usable key: no `identity` or
+	// `recipients`, or one that does not parse as an age X25519 key.
+	ReasonEncryptionKeyInvalid = "EncryptionKeyInvalid"
 	// ReasonAmbientCredentialsDenied: a storage block names no credentials Secret, and the
 	// operator's own cloud identity is not allowed for that bucket (--ambient-credentials) or
 	// would go to an endpoint the spec names.

@@ -74,6 +74,13 @@ type BackupSpec struct {
 	// BackupSource holds the s3, abs, gcs or oss block.
 	BackupSource `json:",inline"`
 
+	// compression compresses the backup (and, for a schedule's template, its continuous-capture
+	// segments) with zstd while it streams, before any encryption: None (default) or Zstd.
+	// Reading needs no setting: a compressed object is recognised by its first bytes, and
+	// `zstd -d` decompresses it by hand.
+	// +optional
+	Compression BackupCompression `json:"compression,omitempty"`
+
 	// clientTLSSecret is the Secret with the client certificate for etcdEndpoints that serve
 	// TLS: etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
 	// +kubebuilder:validation:MaxLength=253
@@ -177,13 +184,20 @@ type BackupStatus struct {
 	// +optional
 	Location string `json:"location,omitempty"`
 
-	// size is the number of bytes stored, etcd's trailing checksum included.
+	// size is the number of bytes of the snapshot, etcd's trailing checksum included (before
+	// compression and encryption: what a restore reads back).
 	// +optional
 	Size int64 `json:"size,omitempty"`
 
-	// sha256 is the hex SHA-256 of the stored object, computed while streaming it.
+	// sha256 is the hex SHA-256 of the snapshot, computed while streaming it (before compression
+	// and encryption: the sha256 of what `age -d | zstd -d` gives back).
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
+
+	// format is how the object is stored: plain, zstd, age or zstd+age (compressed, then
+	// encrypted).
+	// +optional
+	Format string `json:"format,omitempty"`
 
 	// member is the client URL of the member the snapshot was taken from.
 	// +optional

@@ -208,7 +208,51 @@ type BackupSource struct {
 	// oss is the location when the storage type is OSS.
 	// +optional
 	OSS *OSSSource `json:"oss,omitempty"`
+	// encryption encrypts the backups and continuous-capture segments written here on the
+	// client, with age (https://age-encryption.org: X25519, ChaCha20-Poly1305 in 64 KiB
+	// authenticated chunks), and names the keys to read them with. Reading recognises an
+	// encrypted object by its first bytes, so a prefix may hold plain and encrypted objects; an
+	// encrypted object read without the right identity fails with DecryptionFailed before
+	// anything is changed. Decrypt by hand with `age -d -i identity.txt` (docs/backups.md,
+	// "Compression and encryption").
+	// +optional
+	Encryption *BackupEncryption `json:"encryption,omitempty"`
 }
+
+// BackupEncryption names the Secret with the age keys of encrypted backups.
+type BackupEncryption struct {
+	// secretName is a Secret in the same namespace with the keys, as age-keygen writes them:
+	// `identity` holds one or more X25519 identities (AGE-SECRET-KEY-1...) that decrypt,
+	// `recipients` optionally one or more public keys (age1..., one per line) to encrypt to.
+	// Writing encrypts to `recipients` when the Secret has it, else to the public keys of the
+	// identities; reading needs `identity`. A Secret with `recipients` only lets the backup
+	// operator write backups it cannot read (its check against the live cluster is then
+	// skipped, and says so).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	SecretName string `json:"secretName"`
+}
+
+// Keys of the Secret that BackupEncryption names.
+const (
+	// EncryptionIdentityKey holds age X25519 identities, one per line (comments allowed).
+	EncryptionIdentityKey = "identity"
+	// EncryptionRecipientsKey holds age recipients (public keys), one per line.
+	EncryptionRecipientsKey = "recipients"
+)
+
+// BackupCompression is how the backups and segments written are compressed.
+//
+// +kubebuilder:validation:Enum=None;Zstd
+type BackupCompression string
+
+// Compressions.
+const (
+	CompressionNone BackupCompression = "None"
+	CompressionZstd BackupCompression = "Zstd"
+)
 
 // EtcdClusterRef names an EtcdCluster in the same namespace.
 type EtcdClusterRef struct {
