@@ -39,6 +39,8 @@ type Location struct {
 	// Compress compresses what is written with zstd (a backup spec's compression). Reading
 	// needs no setting.
 	Compress bool `json:"compress,omitempty"`
+	// ObjectLock is the S3 Object Lock retention of what is written; nil: none.
+	ObjectLock *etcdv1beta2.S3ObjectLock `json:"objectLock,omitempty"`
 }
 
 // FromSource is the one place a storage block of the API becomes a Location: the block that typ
@@ -54,6 +56,7 @@ func FromSource(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource)
 			return Location{}, missingBlock(typ, "s3")
 		}
 		path, l.Secret, l.Endpoint, l.ForcePathStyle, ca = src.S3.Path, src.S3.AWSSecret, src.S3.Endpoint, src.S3.ForcePathStyle, src.S3.EndpointCA
+		l.ObjectLock = src.S3.ObjectLock.DeepCopy()
 	case etcdv1beta2.BackupStorageTypeABS:
 		if src.ABS == nil {
 			return Location{}, missingBlock(typ, "abs")
@@ -99,7 +102,7 @@ func (l Location) Block() etcdv1beta2.BackupSource {
 	var src etcdv1beta2.BackupSource
 	switch l.Type {
 	case etcdv1beta2.BackupStorageTypeS3:
-		src.S3 = &etcdv1beta2.S3Source{Path: path, AWSSecret: l.Secret, Endpoint: l.Endpoint, ForcePathStyle: l.ForcePathStyle, EndpointCA: ca}
+		src.S3 = &etcdv1beta2.S3Source{Path: path, AWSSecret: l.Secret, Endpoint: l.Endpoint, ForcePathStyle: l.ForcePathStyle, EndpointCA: ca, ObjectLock: l.ObjectLock.DeepCopy()}
 	case etcdv1beta2.BackupStorageTypeABS:
 		src.ABS = &etcdv1beta2.ABSSource{Path: path, ABSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}
 	case etcdv1beta2.BackupStorageTypeGCS:

@@ -35,9 +35,10 @@ func sources() map[string]struct {
 		"oss, coreos form": {etcdv1beta2.BackupStorageTypeOSS,
 			etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: "my-etcd-backups-bucket/etcd.backup", OSSSecret: "my-oss-credentials", Endpoint: "http://oss-cn-hangzhou.aliyuncs.com"}},
 			Location{Type: "OSS", Bucket: "my-etcd-backups-bucket", Key: "etcd.backup", Endpoint: "http://oss-cn-hangzhou.aliyuncs.com", Secret: "my-oss-credentials"}},
-		"s3, encrypted": {etcdv1beta2.BackupStorageTypeS3,
-			etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bk/enc", AWSSecret: "aws"}, Encryption: &etcdv1beta2.BackupEncryption{SecretName: "age-keys"}},
-			Location{Type: "S3", Bucket: "bk", Key: "enc", Secret: "aws", Encryption: "age-keys"}},
+		"s3, encrypted and locked": {etcdv1beta2.BackupStorageTypeS3,
+			etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bk/enc", AWSSecret: "aws", ObjectLock: &etcdv1beta2.S3ObjectLock{Mode: "Compliance", RetainDays: 30}},
+				Encryption: &etcdv1beta2.BackupEncryption{SecretName: "age-keys"}},
+			Location{Type: "S3", Bucket: "bk", Key: "enc", Secret: "aws", Encryption: "age-keys", ObjectLock: &etcdv1beta2.S3ObjectLock{Mode: "Compliance", RetainDays: 30}}},
 		"oss, CA": {etcdv1beta2.BackupStorageTypeOSS,
 			etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: "bk/nightly", OSSSecret: "oss", EndpointCA: ca}},
 			Location{Type: "OSS", Bucket: "bk", Key: "nightly", Secret: "oss", CA: ca}},
@@ -87,7 +88,8 @@ func TestLocationRoundTrip(t *testing.T) {
 			if l.Secret != "" && string(cfg.Secret["credentials"]) != "creds of "+l.Secret {
 				t.Errorf("credentials %q, want those of %s", cfg.Secret["credentials"], l.Secret)
 			}
-			if (l.CA != nil) != (string(cfg.CABundle) == "pem") || cfg.Bucket != l.Bucket || cfg.Endpoint != l.Endpoint || cfg.ForcePathStyle != l.ForcePathStyle {
+			if (l.CA != nil) != (string(cfg.CABundle) == "pem") || cfg.Bucket != l.Bucket || cfg.Endpoint != l.Endpoint || cfg.ForcePathStyle != l.ForcePathStyle ||
+				(l.ObjectLock != nil) != (cfg.ObjectLockMode == "Compliance" && cfg.ObjectLockDays == 30) {
 				t.Errorf("config %+v from %+v", cfg, l)
 			}
 		})

@@ -82,6 +82,9 @@ func (l Location) Config(ctx context.Context, secrets Secrets) (factory.Config, 
 		Endpoint:       l.Endpoint,
 		ForcePathStyle: l.ForcePathStyle,
 	}
+	if lock := l.ObjectLock; lock != nil && l.Type == etcdv1beta2.BackupStorageTypeS3 {
+		cfg.ObjectLockMode, cfg.ObjectLockDays = string(lock.Mode), int(lock.RetainDays)
+	}
 	if l.Secret != "" {
 		data, err := secrets.Data(ctx, l.Secret)
 		if err != nil {

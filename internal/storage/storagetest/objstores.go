@@ -33,15 +33,34 @@ type Bucket struct {
 // NewS3Bucket creates a bucket in MinIO; the Secret is an awsSecret (credentials and config).
 func NewS3Bucket(t testing.TB) *Bucket {
 	t.Helper()
+	return newS3Bucket(t, false)
+}
+
+// NewS3LockBucket creates a bucket in MinIO with Object Lock enabled (and so versioning), as
+// NewS3Bucket otherwise. Its locked objects stay in MinIO after the test.
+func NewS3LockBucket(t testing.TB) *Bucket {
+	t.Helper()
+	return newS3Bucket(t, true)
+}
+
+// S3Client is a client of the MinIO server NewS3Bucket creates buckets in.
+func S3Client(t testing.TB) *s3.Client {
+	t.Helper()
 	env := backendtest.Env(t, "OBJSTORE_S3_ENDPOINT", "OBJSTORE_S3_ACCESS_KEY", "OBJSTORE_S3_SECRET_KEY", "OBJSTORE_S3_REGION")
-	name := backendtest.UniqueName("backup-")
-	c := s3.New(s3.Options{
+	return s3.New(s3.Options{
 		Region:       env["OBJSTORE_S3_REGION"],
 		BaseEndpoint: aws.String(env["OBJSTORE_S3_ENDPOINT"]),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(env["OBJSTORE_S3_ACCESS_KEY"], env["OBJSTORE_S3_SECRET_KEY"], ""),
 	})
-	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+}
+
+func newS3Bucket(t testing.TB, lock bool) *Bucket {
+	t.Helper()
+	env := backendtest.Env(t, "OBJSTORE_S3_ENDPOINT", "OBJSTORE_S3_ACCESS_KEY", "OBJSTORE_S3_SECRET_KEY", "OBJSTORE_S3_REGION")
+	name := backendtest.UniqueName("backup-")
+	c := S3Client(t)
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name), ObjectLockEnabledForBucket: aws.Bool(lock)}); err != nil {
 		t.Fatalf("creating bucket %s: %v", name, err)
 	}
 	return &Bucket{

@@ -66,10 +66,17 @@ type Config struct {
 	// endpoint behind a private CA (on-prem MinIO, Ceph RGW, a TLS-inspecting proxy). Nil trusts
 	// the system's roots only; a non-empty bundle without a PEM certificate is an error.
 	CABundle []byte
+	// ObjectLockMode (Governance or Compliance) and ObjectLockDays store every S3 object under
+	// Object Lock retention (s3.Config); other providers refuse it.
+	ObjectLockMode string
+	ObjectLockDays int
 }
 
 // New builds the provider cfg describes. It makes no network request.
 func New(ctx context.Context, cfg Config) (backend.Backend, error) {
+	if cfg.ObjectLockMode != "" && cfg.Type != S3 {
+		return nil, fmt.Errorf("object lock is an S3 feature; %s buckets take a retention policy on the bucket instead", cfg.Type)
+	}
 	b, err := newProvider(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -105,6 +112,8 @@ func newS3(ctx context.Context, cfg Config) (backend.Backend, error) {
 		PartSize:       cfg.PartSize,
 		Concurrency:    cfg.Concurrency,
 		CABundle:       cfg.CABundle,
+		ObjectLockMode: cfg.ObjectLockMode,
+		ObjectLockDays: cfg.ObjectLockDays,
 	}
 	if cfg.Secret != nil {
 		creds, region, err := s3.ParseAWSSecret(cfg.Secret)

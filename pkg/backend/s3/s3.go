@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,11 +68,30 @@ type Config struct {
 	// for stores that refuse aws-chunked uploads: Alibaba OSS asks AWS SDK users to turn chunked
 	// encoding off. Integrity does not rest on them: a backup's sha256 is checked end to end.
 	ChecksumWhenRequired bool
+	// ObjectLockMode, when set (Governance or Compliance, any case), stores every object with
+	// that Object Lock retention until ObjectLockDays after its upload: the bucket
+	// must have been created with Object Lock enabled. A locked object version cannot be
+	// deleted or overwritten until then (Governance: except by a user allowed to bypass it);
+	// Delete then only adds a delete marker.
+	ObjectLockMode string
+	// ObjectLockDays is the retention of ObjectLockMode, in days (at least 1).
+	ObjectLockDays int
+	// Now returns the current time for the retention date; nil means time.Now.
+	Now func() time.Time
 }
 
 func (c *Config) validate() error {
 	if c.Bucket == "" {
 		return errors.New("s3: Bucket is required")
+	}
+	switch types.ObjectLockMode(strings.ToUpper(c.ObjectLockMode)) {
+	case "":
+	case types.ObjectLockModeGovernance, types.ObjectLockModeCompliance:
+		if c.ObjectLockDays < 1 {
+			return errors.New("s3: ObjectLockDays must be at least 1 with ObjectLockMode")
+		}
+	default:
+		return fmt.Errorf("s3: ObjectLockMode %q is neither Governance nor Compliance", c.ObjectLockMode)
 	}
 	if c.PartSize != 0 && c.PartSize < manager.MinUploadPartSize {
 		return fmt.Errorf("s3: PartSize %d below the S3 minimum %d", c.PartSize, manager.MinUploadPartSize)
@@ -179,16 +199,40 @@ func (b *Backend) Put(ctx context.Context, key string, r io.Reader) error {
 		return fmt.Errorf("s3: putting %q: %w", key, err)
 	}
 	ur := backend.NewUploadReader(ctx, r)
-	_, err := b.uploader.Upload(ctx, &s3.PutObjectInput{
+	in := &s3.PutObjectInput{
 		Bucket: aws.String(b.cfg.Bucket),
 		Key:    aws.String(key),
 		Body:   ur,
-	})
+	}
+	if b.cfg.ObjectLockMode != "" {
+		now := time.Now
+		if b.cfg.Now != nil {
+			now = b.cfg.Now
+		}
+		in.ObjectLockMode = types.ObjectLockMode(strings.ToUpper(b.cfg.ObjectLockMode))
+		in.ObjectLockRetainUntilDate = aws.Time(now().Add(time.Duration(b.cfg.ObjectLockDays) * 24 * time.Hour))
+	}
+	_, err := b.uploader.Upload(ctx, in)
 	if err != nil {
 		err = errors.Join(ur.Cause(err), b.abort(ctx, key, err))
+		if b.cfg.ObjectLockMode != "" && isMissingLockConfig(err) {
+			err = fmt.Errorf("objectLock is set, but bucket %s was not created with Object Lock enabled (it cannot be turned on later on every store): %w", b.cfg.Bucket, err)
+		}
 		return fmt.Errorf("s3: putting %q in bucket %s: %w", key, b.cfg.Bucket, classify(err))
 	}
 	return nil
+}
+
+// isMissingLockConfig reports whether err is S3's refusal of a locked upload to a bucket
+// without Object Lock: InvalidRequest (AWS) or InvalidRequest/ObjectLockConfigurationNotFound
+// (MinIO, Ceph) naming the lock configuration.
+func isMissingLockConfig(err error) bool {
+	apiErr, ok := errors.AsType[smithy.APIError](err)
+	if !ok {
+		return false
+	}
+	msg := strings.ToLower(apiErr.ErrorCode() + " " + apiErr.ErrorMessage())
+	return strings.Contains(msg, "object lock") || strings.Contains(msg, "objectlock")
 }
 
 // abort makes sure a failed multipart upload is aborted. The manager aborts it itself, but with

@@ -89,7 +89,41 @@ type S3Source struct {
 	// restore operator and the restore's seed pod all use it. Unset: the public roots only.
 	// +optional
 	EndpointCA *SecretKeySelector `json:"endpointCA,omitempty"`
+
+	// objectLock stores every backup and continuous-capture segment written here under S3
+	// Object Lock retention (write once, read many): no one, the operator and whoever holds
+	// its credentials included, can delete or overwrite the stored version until retainDays
+	// after its upload. The bucket must have been created with Object Lock enabled (which also
+	// turns on versioning); an upload to one without fails and says so. Retention and pruning
+	// still run: their deletes add delete markers, so a backup leaves the listing while its
+	// locked version stays in the bucket until its retention ends (expire noncurrent versions
+	// with a lifecycle rule). Ignored when reading.
+	// +optional
+	ObjectLock *S3ObjectLock `json:"objectLock,omitempty"`
 }
+
+// S3ObjectLock is the Object Lock retention of the objects written.
+type S3ObjectLock struct {
+	// mode is Governance (users with s3:BypassGovernanceRetention may still delete early) or
+	// Compliance (no one can, not even the account's root user, until the date).
+	// +kubebuilder:validation:Enum=Governance;Compliance
+	// +required
+	Mode S3ObjectLockMode `json:"mode"`
+	// retainDays is how long after its upload each object is retained.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=36500
+	// +required
+	RetainDays int32 `json:"retainDays"`
+}
+
+// S3ObjectLockMode is an S3 Object Lock retention mode.
+type S3ObjectLockMode string
+
+// Object Lock modes.
+const (
+	S3ObjectLockGovernance S3ObjectLockMode = "Governance"
+	S3ObjectLockCompliance S3ObjectLockMode = "Compliance"
+)
 
 // ABSSource says where a backup lives in Azure Blob Storage and how to reach it.
 type ABSSource struct {
