@@ -8,9 +8,12 @@ package drill
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,10 +37,12 @@ const (
 )
 
 // TestScheduledDrill: a 3-member EtcdCluster holds 3000 keys; an EtcdBackupSchedule backs it up
-// to MinIO every minute with a restore drill every minute. The first drill, started by the
-// backup operator on the newest successful backup, restores into a scratch cluster; the
-// schedule then records it: status.lastDrill passed with a plausible time to restore and
-// backup age and the 3000 keys, every member verified, DrillPassed True, a DrillPassed event.
+// to MinIO every minute, compressed and encrypted (every object stored is an age file), with
+// continuous capture, under a writer. The first drill, started by the backup operator on the
+// newest successful backup, restores it into a scratch cluster and replays the capture onto it;
+// the schedule then records it: status.lastDrill passed with a plausible time to restore and
+// backup age, a recovery point of seconds, exactly the keys the source held at the revision
+// replayed to, every member verified, DrillPassed True, a DrillPassed event.
 // The scratch cluster is deleted after the 15 s TTL with its pods and volumes, and deleting the
 // schedule deletes its drill EtcdRestore.
 // (After the first drill starts both schedules are set to once a year, so no further backups or
@@ -59,6 +64,14 @@ func TestScheduledDrill(t *testing.T) {
 	t.Logf("cluster Available with %d keys at +%s", keys, time.Since(start).Round(time.Second))
 
 	bucket.CreateSecret(t, f, ns, "aws")
+	// The backups and segments are compressed and encrypted: the drill decrypts both.
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "age-keys"}, StringData: map[string]string{etcdv1beta2.EncryptionIdentityKey: id.String()}})
+	src := bucket.Source("db/etcd.backup", "aws")
+	src.Encryption = &etcdv1beta2.BackupEncryption{SecretName: "age-keys"}
 	// Writes go on from before the first backup until the drill has chosen its point: the
 	// capture holds those after the backup, and the drill replays them.
 	writer := framework.StartWriter(cli, prefix+"w/")
@@ -69,7 +82,7 @@ func TestScheduledDrill(t *testing.T) {
 			Schedule: "*/1 * * * *",
 			BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
 				EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "db"}, StorageType: bucket.Type,
-				BackupSource: bucket.Source("db/etcd.backup", "aws"),
+				BackupSource: src, Compression: etcdv1beta2.CompressionZstd,
 			}},
 			// The drill is turned to every minute once the capture holds revisions after the
 			// first backup (below): it then makes up the missed minute at once.
@@ -146,6 +159,12 @@ func TestScheduledDrill(t *testing.T) {
 		time.Since(start).Round(time.Second), ld.Passed, dur(rto), dur(age), dur(ld.RecoveryPointAge), ld.PointInTime, ld.Keys, ld.Backup)
 	if !ld.Passed || ld.Reason != "" {
 		t.Fatalf("lastDrill did not pass: %+v", ld)
+	}
+	// Everything the schedule stored is encrypted.
+	for _, key := range bucket.Keys(t, "db/") {
+		if raw := bucketPrefix(t, bucket, key); !strings.HasPrefix(raw, "age-encryption.org/v1") {
+			t.Fatalf("%s is stored in the clear (%q...)", key, raw)
+		}
 	}
 	// The drill replayed the capture: its keys are the source's at the revision it reached, and
 	// its recovery point is seconds old where the backup's is not.
@@ -239,6 +258,21 @@ func countAll(t testing.TB, cli *clientv3.Client) int64 {
 		t.Fatalf("counting keys: %v", err)
 	}
 	return resp.Count
+}
+
+// bucketPrefix is the first bytes of the object key as stored.
+func bucketPrefix(t testing.TB, b *framework.Bucket, key string) string {
+	t.Helper()
+	rc, err := b.Backend().GetRange(t.Context(), key, 0, 32)
+	if err != nil {
+		t.Fatalf("reading %s: %v", key, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("reading %s: %v", key, err)
+	}
+	return string(data)
 }
 
 // countAt counts the keys the source held at revision rev.
