@@ -6,7 +6,12 @@
 #  2. bench/snapshot: a backup (pkg/snapshot.Take into MinIO) against `etcdctl snapshot save` +
 #     upload and against the raw snapshot read, with the backup's peak RSS, at
 #     BENCH_BACKUP_SIZES (default 64MiB,256MiB,1GiB,4GiB) x BENCH_RUNS (3) ->
-#     bench/results/backup.md (BENCH_BACKUP_OUT) and .json. About 15 minutes.
+#     bench/results/backup.md (BENCH_BACKUP_OUT) and .json. Then what compression (zstd) and
+#     encryption (age) cost: the backup through backend.WithEncoding as zstd, age and zstd+age,
+#     and a restore's read of each object, against the plain backup and read of the same run,
+#     at BENCH_ENCODING_SIZES (default 256MiB,1GiB; set it empty to skip) on BENCH_ENCODING_DATA
+#     (json: Kubernetes-like JSON values, about 4-5x compressible, the default; random: the
+#     incompressible values of the plain rows). About 20 minutes.
 #  3. bench/capture: continuous capture (pkg/capture) against the same etcd without it: write
 #     p50/p99 without capture, with its watch only and with a capturer, the capturer's peak RSS,
 #     segment upload lag, and a restore to a point (backup of BENCH_CAPTURE_SIZE, default 256MiB,
