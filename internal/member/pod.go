@@ -1,6 +1,9 @@
 package member
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -103,8 +106,38 @@ func InitialCluster(c *etcdv1beta2.EtcdCluster, members []cluster.Member, extra 
 }
 
 // NewPod builds the pod of member name running version. state is "new" (seed) or
-// "existing"; a member that starts on a data dir it already has ignores both.
+// "existing"; a member that starts on a data dir it already has ignores both. The pod carries
+// SpecHash(c) in SpecHashAnnotation: the controller rolls members whose pods carry another.
 func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *corev1.Pod {
+	pod := newPod(c, name, version, state, initial)
+	pod.Annotations[SpecHashAnnotation] = SpecHash(c)
+	return pod
+}
+
+// SpecHashAnnotation, on a member pod, is SpecHash of the cluster spec the pod was made from.
+const SpecHashAnnotation = "etcd.database.coreos.com/spec-hash"
+
+// SpecHash is a hash of what a member pod of c runs, whichever member it is: the spec of its
+// pod built for a placeholder member with a placeholder version and membership, so that only
+// the spec's pod policy, TLS, maintenance flags, repository and the operator's own pod
+// template count. Left out on purpose: the version (an upgrade moves a member's image in place
+// and must not roll it a second time), and the pod's labels and annotations (they change
+// nothing a member runs; new pods carry the current ones).
+func SpecHash(c *etcdv1beta2.EtcdCluster) string {
+	pod := newPod(c, "member", "0.0.0", "existing", "")
+	raw, err := json.Marshal(pod.Spec)
+	if err != nil { // a pod of plain fields always marshals
+		panic(fmt.Sprintf("hashing a member pod: %v", err))
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+// PodSpecHash is the SpecHashAnnotation of p: "" for a pod made before the operator recorded
+// it (such a pod is not rolled; it takes the current spec when it is next replaced).
+func PodSpecHash(p *corev1.Pod) string { return p.Annotations[SpecHashAnnotation] }
+
+func newPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *corev1.Pod {
 	policy := c.Spec.Pod
 	if policy == nil {
 		policy = &etcdv1beta2.PodPolicy{}

@@ -96,6 +96,9 @@ type Client interface {
 	// for a pod it owns). It blocks that member's reads and writes while it runs, and may take
 	// up to DefragmentTimeout.
 	Defragment(ctx context.Context, endpoint string) error
+	// MoveLeader asks the leader, at leaderEndpoint (a URL the caller computed for a pod it
+	// owns), to hand leadership to the voting member to and waits until it has.
+	MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error
 	// AuthEnabled reports whether the cluster runs with authentication.
 	AuthEnabled(ctx context.Context) (bool, error)
 	// EnableAuth turns authentication on for the user of the client's Access: it adds the
@@ -174,6 +177,7 @@ type etcdClient struct {
 	endpoints []string
 	timeout   time.Duration
 	access    etcdaccess.Access
+	cfg       Config
 }
 
 // New connects to the cluster at cfg.Endpoints. The connection is lazy: an unreachable cluster
@@ -191,7 +195,7 @@ func New(cfg Config) (Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout, access: cfg.Access}, nil
+	return &etcdClient{c: c, endpoints: cfg.Endpoints, timeout: timeout, access: cfg.Access, cfg: cfg}, nil
 }
 
 func (e *etcdClient) MemberList(ctx context.Context) (Membership, error) {
@@ -356,6 +360,23 @@ func (e *etcdClient) Defragment(ctx context.Context, endpoint string) error {
 	defer cancel()
 	if _, err := e.c.Defragment(ctx, endpoint); err != nil {
 		return fmt.Errorf("defragmenting %s: %w", endpoint, err)
+	}
+	return nil
+}
+
+func (e *etcdClient) MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error {
+	// etcd takes MoveLeader only from its leader: a client of that one endpoint.
+	cfg := e.cfg
+	cfg.Endpoints = []string{leaderEndpoint}
+	one, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	defer one.Close()
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	if _, err := one.(*etcdClient).c.MoveLeader(ctx, to); err != nil {
+		return fmt.Errorf("moving leadership from %s to member %x: %w", leaderEndpoint, to, err)
 	}
 	return nil
 }

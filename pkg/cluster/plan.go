@@ -21,6 +21,9 @@ type PodState struct {
 	// InitialCluster are the member names in the pod's --initial-cluster flag: the membership
 	// the member was told to join with (nil when unknown).
 	InitialCluster []string
+	// SpecHash is the hash of the spec the pod was made from ("" for a pod made before hashes
+	// were recorded: never rolled).
+	SpecHash string
 }
 
 // Healthy reports whether member id answered without errors.
@@ -80,6 +83,9 @@ type Desired struct {
 	// (bootstrap.restore.source) and the restore has not failed; false when the restore
 	// operator seeds them (bootstrap.restore without source).
 	BuildRestored bool
+	// SpecHash is the hash of the pod spec members should run (member.SpecHash); members whose
+	// pods carry another are rolled, one at a time. Empty: nothing is rolled.
+	SpecHash string
 }
 
 // AllAnswer reports whether every member named answers without errors (names empty: true).
@@ -118,6 +124,15 @@ const (
 	ActionDeletePod      ActionKind = "DeletePod"      // delete a pod (and volume) that has no member
 	ActionDeleteFailed   ActionKind = "DeleteFailed"   // delete a failed pod whose data lives on a volume
 	ActionUpgradeMember  ActionKind = "UpgradeMember"  // move one member's pod to Version
+	// ActionRollMember: a member on a volume whose pod is out of date is evicted; its pod is
+	// then recreated on its volume with the current spec (RecreatePod).
+	ActionRollMember ActionKind = "RollMember"
+	// ActionMoveLeader: the leader's pod is out of date and the followers' are not: leadership
+	// moves to the follower MemberID before the leader's pod is rolled.
+	ActionMoveLeader ActionKind = "MoveLeader"
+	// ActionRollBlocked: a member's pod is out of date but rolling it would lose data (a
+	// one-member cluster without a volume); nothing changes, the message says why.
+	ActionRollBlocked ActionKind = "RollBlocked"
 
 	// ActionMembershipUnverified: the step needs a linearizable member list and this one is
 	// not; nothing changes.
@@ -134,7 +149,7 @@ const (
 // back after its members' pods failed together (evictions), when no linearizable list exists.
 func (k ActionKind) NeedsVerifiedMembership() bool {
 	switch k {
-	case ActionRemoveMember, ActionDeletePod, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember:
+	case ActionRemoveMember, ActionDeletePod, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember, ActionRollMember, ActionMoveLeader:
 		return true
 	}
 	return false
@@ -280,6 +295,9 @@ func next(d Desired, o Observed) Action {
 		if m, ok := upgradeCandidate(d.Version, o); ok {
 			return Action{Kind: ActionUpgradeMember, MemberID: m.ID, Pod: m.PodName(), Version: d.Version, Message: "upgrading member " + m.PodName() + " to " + d.Version}
 		}
+	}
+	if d.SpecHash != "" {
+		return nextRoll(d, o)
 	}
 	return Action{Kind: ActionNone}
 }

@@ -48,6 +48,8 @@ type fakeEtcd struct {
 	compactTo   int64
 	compactions int
 	defragged   []string
+	// leaderMoves are the members leadership was moved to, in order.
+	leaderMoves []uint64
 
 	// Authentication: whether it is on, the password etcd knows for root (set by EnableAuth),
 	// and the Access of the last client the operator made.
@@ -270,6 +272,23 @@ func (c *fakeConn) Defragment(_ context.Context, endpoint string) error {
 	}
 	c.f.defragged = append(c.f.defragged, name)
 	return nil
+}
+
+// MoveLeader makes member to the leader (the first member) when asked at the leader's URL.
+func (c *fakeConn) MoveLeader(_ context.Context, leaderEndpoint string, to uint64) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if len(c.f.members) == 0 || hostPod(leaderEndpoint) != c.f.members[0].Name {
+		return errors.New("not the leader")
+	}
+	for i, m := range c.f.members {
+		if m.ID == to {
+			c.f.members[0], c.f.members[i] = c.f.members[i], c.f.members[0]
+			c.f.leaderMoves = append(c.f.leaderMoves, to)
+			return nil
+		}
+	}
+	return errors.New("no such member")
 }
 
 func (c *fakeConn) AuthEnabled(context.Context) (bool, error) {

@@ -31,20 +31,27 @@ func fillUp(f *fakeEtcd, size, inUse, afterCompaction int64) {
 	})
 }
 
-func withQuota(t *testing.T, ns string, quota string) {
+// grownWithQuota is grown with spec.maintenance.quotaBackendBytes set from the start (changed
+// later, the quota would roll every member: TestRollingSpecChange).
+func grownWithQuota(t *testing.T, base, quota string) (string, *fakeEtcd) {
 	t.Helper()
-	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
-		q := resource.MustParse(quota)
-		c.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{QuotaBackendBytes: &q}
-	})
+	ns := namespace(t, base)
+	c := newCluster(ns, "c", 3)
+	q := resource.MustParse(quota)
+	c.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{QuotaBackendBytes: &q}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 3)
+	return ns, f
 }
 
 // TestNoSpaceRecovered: a NOSPACE alarm is reported (Degraded=True NoSpace, one Warning), the
 // history compacted, the followers and then the leader defragmented, the alarm cleared and the
 // cluster healthy again; nothing else changes (same members).
 func TestNoSpaceRecovered(t *testing.T) {
-	ns, f := grown(t, "nospace", 3)
-	withQuota(t, ns, "100Mi")
+	ns, f := grownWithQuota(t, "nospace", "100Mi")
 	before := memberNames(f, false)
 	fillUp(f, 100*mib, 98*mib, 20*mib)
 	anotherPass(t, ns)
@@ -86,8 +93,7 @@ func TestNoSpaceSeenSoon(t *testing.T) {
 		{"farquota", 10 * mib, 8 * mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns, f := grown(t, tc.name, 3)
-			withQuota(t, ns, "100Mi")
+			ns, f := grownWithQuota(t, tc.name, "100Mi")
 			f.set(func(f *fakeEtcd) {
 				for _, m := range f.members {
 					f.db[m.Name] = [2]int64{tc.size, tc.use}
@@ -122,8 +128,7 @@ func TestNoSpaceSeenSoon(t *testing.T) {
 // TestNoSpaceQuotaTooSmall: when the data itself fills the quota, the alarm stays and the
 // cluster is Degraded with QuotaExceeded (Ready False, Stalled): nobody is told all is well.
 func TestNoSpaceQuotaTooSmall(t *testing.T) {
-	ns, f := grown(t, "quota", 3)
-	withQuota(t, ns, "100Mi")
+	ns, f := grownWithQuota(t, "quota", "100Mi")
 	fillUp(f, 100*mib, 95*mib, 95*mib)
 	anotherPass(t, ns)
 	testutil.Eventually(t, testutil.Timeout, "QuotaExceeded", testutil.NoError(func() error {

@@ -43,6 +43,8 @@ func foreignPod(ns, name string, owners []metav1.OwnerReference) *corev1.Pod {
 	c := newCluster(ns, "c", 1)
 	p := member.NewPod(c, name, "3.6.16", "new", name+"="+member.PeerURL(c, name))
 	p.OwnerReferences = owners
+	// Made by another operator, or by this one's previous release: no spec hash recorded.
+	delete(p.Annotations, member.SpecHashAnnotation)
 	return p
 }
 

@@ -42,6 +42,9 @@ func clusterVerdict(c *etcdv1beta2.EtcdCluster) readiness.Verdict {
 	if x := cond(etcdv1beta2.ClusterConditionUpgrading, metav1.ConditionFalse); x != nil && x.Reason == etcdv1beta2.ReasonUnsupportedUpgrade {
 		return readiness.Verdict{State: readiness.Stalled, Reason: x.Reason, Message: x.Message}
 	}
+	if x := cond(etcdv1beta2.ClusterConditionRolling, metav1.ConditionFalse); x != nil && x.Reason == etcdv1beta2.ReasonRollBlocked {
+		return readiness.Verdict{State: readiness.Stalled, Reason: x.Reason, Message: x.Message}
+	}
 	// Not there yet: the first condition that says why, in the order a user would look.
 	for _, w := range []struct {
 		typ    string

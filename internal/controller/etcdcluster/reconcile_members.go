@@ -131,6 +131,21 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		if err := r.upgradeMember(ctx, c, obs.pods[act.Pod], act.Version); err != nil {
 			return ctrl.Result{}, err
 		}
+	case cluster.ActionRollBlocked:
+		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+	case cluster.ActionMoveLeader:
+		if err := obs.etcd.MoveLeader(ctx, member.ClientURL(c, act.Pod), act.MemberID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("rolling %s: %w", klog.KObj(c), err)
+		}
+	case cluster.ActionRollMember:
+		evicted, err := r.evictMember(ctx, c, obs.pods[act.Pod])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !evicted {
+			log.Info("The PodDisruptionBudget does not allow evicting the member now")
+			return ctrl.Result{RequeueAfter: requeueEtcdWait}, nil
+		}
 	}
 	log.Info("Changed member")
 	r.event(c, corev1.EventTypeNormal, string(act.Kind), act.Message)

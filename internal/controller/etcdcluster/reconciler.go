@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/etcd-operator/etcd-operator/internal/alarmpoll"
+	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	"github.com/etcd-operator/etcd-operator/internal/restoreboot"
@@ -365,7 +366,7 @@ func blocked(err error) bool {
 
 // desired reduces the spec to what cluster.Next needs.
 func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.Desired {
-	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target}
+	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target, SpecHash: member.SpecHash(c)}
 	d.PVC = c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil
 	switch b := c.Spec.Bootstrap; {
 	case b == nil || b.Restore == nil:

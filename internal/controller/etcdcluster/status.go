@@ -60,7 +60,7 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	sort.Strings(unready)
 	st.ReadyMembers = int32(len(ready)) //nolint:gosec // a subset of the member list
 	prev := st.Members.Details
-	st.Members = etcdv1beta2.MembersStatus{Ready: ready, Unready: unready}
+	st.Members = etcdv1beta2.MembersStatus{Ready: ready, Unready: unready, Outdated: cluster.OutOfDate(member.SpecHash(c), obs.Observed)}
 	st.Members.Details, st.Leader = memberDetails(obs, prev)
 	if lowest != "" {
 		st.CurrentVersion = lowest
@@ -128,6 +128,15 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 		set(etcdv1beta2.ClusterConditionUpgrading, false, etcdv1beta2.ReasonAsExpected, "every member runs "+target)
 	}
 
+	switch outdated := c.Status.Members.Outdated; {
+	case act.Kind == cluster.ActionRollBlocked:
+		set(etcdv1beta2.ClusterConditionRolling, false, etcdv1beta2.ReasonRollBlocked, act.Message)
+	case len(outdated) > 0:
+		set(etcdv1beta2.ClusterConditionRolling, true, etcdv1beta2.ReasonRollingUpdate, "members running an older pod spec: "+strings.Join(outdated, ", "))
+	default:
+		set(etcdv1beta2.ClusterConditionRolling, false, etcdv1beta2.ReasonAsExpected, "every member's pod runs the current spec")
+	}
+
 	switch {
 	case stepErr != nil:
 		set(etcdv1beta2.ClusterConditionDegraded, true, failureReason(stepErr), stepErr.Error())
@@ -153,7 +162,7 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 	switch act.Kind {
 	case cluster.ActionNone, cluster.ActionQuorumLost:
 		set(etcdv1beta2.ClusterConditionProgressing, false, etcdv1beta2.ReasonAsExpected, "nothing to change")
-	case cluster.ActionMembershipUnverified, cluster.ActionClusterIDMismatch:
+	case cluster.ActionMembershipUnverified, cluster.ActionClusterIDMismatch, cluster.ActionRollBlocked:
 		set(etcdv1beta2.ClusterConditionProgressing, false, string(act.Kind), act.Message)
 	case cluster.ActionWaitForSeed:
 		set(etcdv1beta2.ClusterConditionProgressing, true, etcdv1beta2.ReasonWaitingForSeed, act.Message)

@@ -37,6 +37,10 @@ const (
 	// ClusterConditionUpgrading is True while members move to spec.version; False with a reason
 	// when the requested version change is refused.
 	ClusterConditionUpgrading = "Upgrading"
+	// ClusterConditionRolling is True (reason RollingUpdate) while members whose pods were made
+	// from an older spec (status.members.outdated) are rolled to the current one; False with
+	// reason RollBlocked when they cannot be rolled without losing data, AsExpected otherwise.
+	ClusterConditionRolling = "Rolling"
 	// ClusterConditionDegraded is True when the cluster needs attention: a member is down, quorum
 	// is lost, or the spec cannot be applied. The reason says which.
 	ClusterConditionDegraded = "Degraded"
@@ -87,6 +91,8 @@ const (
 	ReasonScalingUp                  = "ScalingUp"
 	ReasonScalingDown                = "ScalingDown"
 	ReasonUpgradeInProgress          = "UpgradeInProgress"
+	ReasonRollingUpdate              = "RollingUpdate"
+	ReasonRollBlocked                = "RollBlocked"
 	ReasonCreatingSeed               = "CreatingSeed"
 	ReasonReconcileError             = "ReconcileError"
 	ReasonBackupNotFound             = "BackupNotFound"

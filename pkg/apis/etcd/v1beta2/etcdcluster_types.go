@@ -24,6 +24,7 @@ const (
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.readyMembers`,description="Members that are started, voting and healthy"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Version every member runs"
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`,description="The member that is the raft leader"
+// +kubebuilder:printcolumn:name="Outdated",type=string,JSONPath=`.status.members.outdated`,description="Members whose pods run an older spec, being rolled"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="The Ready condition: the object reached the state its spec asks for"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the object is (not) Ready",priority=1
@@ -247,6 +248,12 @@ type MembersStatus struct {
 	// unready are the members that do not serve requests (starting, learning, or failed).
 	// +optional
 	Unready []string `json:"unready,omitempty"`
+	// outdated are the members whose pods were made from an older spec (spec.pod, TLS,
+	// maintenance flags, repository: anything but the version, which upgrades move in place):
+	// the operator rolls them one at a time (condition Rolling). Pods made before the operator
+	// recorded the spec they came from are not listed.
+	// +optional
+	Outdated []string `json:"outdated,omitempty"`
 	// details describes every member in etcd's member list as the operator last observed it,
 	// sorted by name.
 	// +listType=map

@@ -1106,6 +1106,11 @@ func (in *MembersStatus) DeepCopyInto(out *MembersStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Outdated != nil {
+		in, out := &in.Outdated, &out.Outdated
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Details != nil {
 		in, out := &in.Details, &out.Details
 		*out = make([]MemberStatus, len(*in))
