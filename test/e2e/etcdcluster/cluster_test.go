@@ -10,8 +10,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,10 +117,7 @@ func TestPVCAllPodsDeleted(t *testing.T) {
 	f := framework.Global(t)
 	ns := f.CreateNamespace(t, "etcd-pvc")
 	c := newCluster(ns, "c", 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-	}}
+	onVolumes(c)
 	f.Create(t, c)
 	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
 	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,15 @@ const (
 func newCluster(ns, name string, size int32) *etcdv1beta2.EtcdCluster {
 	return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: etcdv1beta2.ClusterSpec{Size: size, Version: newVersion}}
+}
+
+// onVolumes keeps c's member data on 64Mi PersistentVolumeClaims of the default class.
+func onVolumes(c *etcdv1beta2.EtcdCluster) *etcdv1beta2.EtcdCluster {
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+	}}
+	return c
 }
 
 func getCluster(t testing.TB, f *framework.Framework, ns, name string) *etcdv1beta2.EtcdCluster {

@@ -142,10 +142,7 @@ func TestVolumeExpansionUnsupportedSaysSo(t *testing.T) {
 	f := framework.Global(t)
 	ns := f.CreateNamespace(t, "etcd-grow")
 	c := newCluster(ns, "c", 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-	}}
+	onVolumes(c)
 	f.Create(t, c)
 	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
 	pods := memberPods(t, f, ns, "c")

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,10 +40,7 @@ func TestRestrictedNamespace(t *testing.T) {
 	}
 
 	c := newCluster(ns, "c", 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-	}}
+	onVolumes(c)
 	f.Create(t, c)
 	root := newCluster(ns, "root", 1)
 	root.Spec.Pod = &etcdv1beta2.PodPolicy{SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0)}}
