@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +46,11 @@ func writeStatus(w io.Writer, r *related, now time.Time) {
 		version += " -> " + st.TargetVersion + " (upgrading)"
 	}
 	fmt.Fprintf(tw, "Version:\t%s (spec %s)\n", version, orDash(c.Spec.Version))
-	fmt.Fprintf(tw, "Members:\t%d ready of %d (spec size %d)\n", st.ReadyMembers, st.Size, c.Spec.Size)
+	members := fmt.Sprintf("%d ready of %d (spec size %d)", st.ReadyMembers, st.Size, c.Spec.Size)
+	if out := st.Members.Outdated; len(out) > 0 {
+		members += fmt.Sprintf("; %d on an older pod spec, being rolled: %s", len(out), strings.Join(out, ", "))
+	}
+	fmt.Fprintf(tw, "Members:\t%s\n", members)
 	fmt.Fprintf(tw, "Leader:\t%s\n", orDash(st.Leader))
 	fmt.Fprintf(tw, "Cluster ID:\t%s\n", orDash(st.ClusterID))
 	if st.ServiceName != "" {
@@ -71,6 +76,9 @@ func writeStatus(w io.Writer, r *related, now time.Time) {
 		role := orDash(string(m.Role))
 		if m.Name == st.Leader && m.Role != etcdv1beta2.MemberRoleLeader {
 			role += " (leader)"
+		}
+		if slices.Contains(st.Members.Outdated, m.Name) {
+			role += " (outdated)"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%t\t%s\n", m.Name, role, orDash(m.Version), byteSize(m.DBSize), byteSize(m.DBSizeInUse), m.Healthy, orDash(m.LastError))
 	}

@@ -26,7 +26,7 @@ func TestStatus(t *testing.T) {
 			{Type: "Available", Status: metav1.ConditionTrue, Reason: "QuorumHealthy", Message: "2 of 3 members serve", LastTransitionTime: *ago(now, 2*time.Hour)},
 		},
 		Size: 3, ReadyMembers: 2, CurrentVersion: "3.6.16", ClusterID: "8e9e05c52164694d", Leader: "main-1",
-		Members: etcdv1beta2.MembersStatus{Details: []etcdv1beta2.MemberStatus{
+		Members: etcdv1beta2.MembersStatus{Outdated: []string{"main-0"}, Details: []etcdv1beta2.MemberStatus{
 			{Name: "main-0", Role: etcdv1beta2.MemberRoleFollower, Version: "3.6.16", DBSize: 20 << 20, DBSizeInUse: 5 << 20, Healthy: true},
 			{Name: "main-1", Role: etcdv1beta2.MemberRoleLeader, Version: "3.6.16", DBSize: 20 << 20, DBSizeInUse: 5 << 20, Healthy: true},
 			{Name: "main-2", Role: etcdv1beta2.MemberRoleUnknown, Healthy: false, LastError: "context deadline exceeded"},
@@ -61,7 +61,7 @@ func TestStatus(t *testing.T) {
 	mustContain(t, r.out,
 		"Cluster:         "+ns+"/main",
 		"Degraded (MemberUnhealthy)",
-		"2 ready of 3 (spec size 3)",
+		"2 ready of 3 (spec size 3); 1 on an older pod spec, being rolled: main-0",
 		"Leader:          main-1",
 		"1 of 3 members is unhealthy",
 		"Newest:    nightly-202611270100 (schedule/nightly)",
@@ -73,7 +73,7 @@ func TestStatus(t *testing.T) {
 		"lost at most 3600s and at least 42 revisions",
 		"Defrag:          Pending, 1 of 3 members done (requested 2026-11-27T17:00:00Z): waiting for every member to be healthy",
 	)
-	mustContain(t, r.out, "main-1 Leader 3.6.16 20.0 MiB 5.0 MiB true", "main-0 Follower", "Ready False MemberUnhealthy 10m")
+	mustContain(t, r.out, "main-1 Leader 3.6.16 20.0 MiB 5.0 MiB true", "main-0 Follower (outdated)", "Ready False MemberUnhealthy 10m")
 	if l := line(r.out, "main-2"); !strings.Contains(l, "false") || !strings.Contains(l, "context deadline exceeded") {
 		t.Errorf("main-2's row = %q, want unhealthy with its last error", l)
 	}

@@ -71,7 +71,7 @@ func TestKubectlNamesAndColumns(t *testing.T) {
 	k := newKubectl(t, ns)
 
 	out := k.must(t, "get", "etcd", "example-etcd-cluster")
-	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); !slices.Equal(header, []string{"NAME", "SIZE", "MEMBERS", "VERSION", "LEADER", "READY", "PHASE", "AGE"}) {
+	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); !slices.Equal(header, []string{"NAME", "SIZE", "MEMBERS", "VERSION", "LEADER", "OUTDATED", "READY", "PHASE", "AGE"}) {
 		t.Errorf("kubectl get etcd NAME: columns %v\n%s", header, out)
 	}
 	for _, short := range []string{"etcdcluster", "etcdbackup", "etcdbk", "etcdbackupschedule", "etcdbks", "etcdrestore"} {
