@@ -51,13 +51,14 @@ func (e *encoded) Put(ctx context.Context, key string, r io.Reader) error {
 		done <- encode(pw, r, e.enc.Write)
 	}()
 	err := e.inner.Put(ctx, key, pr)
-	// The inner Put may return before reading everything (it failed): unblock the encoder.
+	// The inner Put may return before reading everything (it failed): the encoder's next write
+	// fails. It is not waited for then: it may be blocked reading r (a stalled snapshot stream),
+	// which the caller closes once Put returned.
 	pr.CloseWithError(errPutReturned)
-	encErr := <-done
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case encErr != nil:
+	}
+	if encErr := <-done; encErr != nil {
 		// The inner Put saw the whole stream yet the encoder failed afterwards: cannot happen
 		// with a pipe (the failure is the stream's end), but never report such a Put as stored.
 		return fmt.Errorf("encoding %s: %w", key, encErr)

@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 
@@ -170,5 +172,37 @@ func TestEncodingFailedUpload(t *testing.T) {
 	}
 	if _, err := b.Stat(t.Context(), "cancelled"); !backend.IsNotFound(err) {
 		t.Fatalf("after a cancelled upload Stat: %v, want not found", err)
+	}
+}
+
+// refusing is a Backend whose Put fails at once without reading.
+type refusing struct{ backend.Backend }
+
+func (refusing) Put(context.Context, string, io.Reader) error { return errors.New("access denied") }
+
+// stalled blocks in Read until release is closed.
+type stalled struct{ release chan struct{} }
+
+func (s stalled) Read([]byte) (int, error) {
+	<-s.release
+	return 0, io.EOF
+}
+
+// TestEncodingPutFailsWhileSourceStalls: a store that refuses the upload at once makes Put
+// return at once, although the source (a snapshot stream that stalled) has not answered: the
+// encoder reading it is not waited for.
+func TestEncodingPutFailsWhileSourceStalls(t *testing.T) {
+	src := stalled{release: make(chan struct{})}
+	defer close(src.release)
+	b := backend.WithEncoding(refusing{memory.New()}, backend.Encoding{Write: codec.Options{Compress: true}})
+	done := make(chan error, 1)
+	go func() { done <- b.Put(t.Context(), "k", src) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "access denied") {
+			t.Fatalf("Put = %v, want the store's refusal", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Put waited for a stalled source after the store refused the upload")
 	}
 }
