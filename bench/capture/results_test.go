@@ -3,7 +3,6 @@
 package capture
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -219,21 +218,6 @@ func createBucket(t *testing.T, cfg s3.Config) {
 	client := awss3.New(awss3.Options{Region: cfg.Region, BaseEndpoint: aws.String(cfg.Endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey, "")})
 	_, _ = client.CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(cfg.Bucket)})
-	emptyBucket(client, cfg.Bucket) // a run stopped before its cleanup left its objects
-	t.Cleanup(func() { emptyBucket(client, cfg.Bucket) })
-}
-
-// emptyBucket deletes the bench's objects.
-func emptyBucket(client *awss3.Client, bucket string) {
-	ctx := context.Background()
-	p := awss3.NewListObjectsV2Paginator(client, &awss3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return
-		}
-		for _, o := range page.Contents {
-			_, _ = client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key})
-		}
-	}
+	benchutil.EmptyBucket(client, cfg.Bucket) // a run stopped before its cleanup left its objects
+	t.Cleanup(func() { benchutil.EmptyBucket(client, cfg.Bucket) })
 }

@@ -362,24 +362,9 @@ func s3Env(t *testing.T) s3.Config {
 		client := awss3.New(awss3.Options{Region: cfg.Region, BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
 			Credentials: credentials.NewStaticCredentialsProvider(cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey, "")})
 		_, _ = client.CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(cfg.Bucket)}) // exists from an earlier run: fine
-		t.Cleanup(func() { emptyBucket(client, cfg.Bucket) })
+		t.Cleanup(func() { benchutil.EmptyBucket(client, cfg.Bucket) })
 	}
 	return cfg
-}
-
-// emptyBucket deletes the bench's objects (several GiB at the largest size).
-func emptyBucket(client *awss3.Client, bucket string) {
-	ctx := context.Background()
-	p := awss3.NewListObjectsV2Paginator(client, &awss3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return
-		}
-		for _, o := range page.Contents {
-			_, _ = client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key})
-		}
-	}
 }
 
 // write prints the table to BENCH_BACKUP_OUT and its .json.
