@@ -84,8 +84,9 @@ func TestScheduledDrill(t *testing.T) {
 				EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "db"}, StorageType: bucket.Type,
 				BackupSource: src, Compression: etcdv1beta2.CompressionZstd,
 			}},
-			// The drill is turned to every minute once the capture holds revisions after the
-			// first backup (below): it then makes up the missed minute at once.
+			// Once the capture holds revisions after the first backup, backups stop and the
+			// drill is turned to every minute (below): it then makes up the missed minute at
+			// once, on a backup the capture has gone past.
 			RestoreDrill:      &etcdv1beta2.RestoreDrillSpec{Schedule: rare, TTLSecondsAfterFinished: ptr.To[int32](ttl), HistoryLimit: ptr.To[int32](1)},
 			ContinuousCapture: &etcdv1beta2.ContinuousCaptureSpec{SegmentIntervalSeconds: ptr.To[int32](1)},
 		},
@@ -99,6 +100,24 @@ func TestScheduledDrill(t *testing.T) {
 		c := cur.Status.Capture
 		if cur.Status.LastSuccessfulBackup == "" || c == nil || c.Segments == 0 || c.CapturedRevision <= c.StartRevision {
 			return false, fmt.Errorf("lastSuccessfulBackup %q, capture %+v", cur.Status.LastSuccessfulBackup, c)
+		}
+		// No further backups: a drill started in the second a backup completed would find
+		// nothing captured after it yet.
+		cur.Spec.Schedule = rare
+		return f.Client.Update(ctx, cur) == nil, nil
+	})
+	framework.Eventually(t, 150*time.Second, "no backup running and a capture past the newest", func(ctx context.Context) (bool, error) {
+		cur := &etcdv1beta2.EtcdBackupSchedule{}
+		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, cur); err != nil {
+			return false, err
+		}
+		newest := &etcdv1beta2.EtcdBackup{}
+		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: cur.Status.LastSuccessfulBackup}, newest); err != nil {
+			return false, err
+		}
+		c := cur.Status.Capture
+		if len(cur.Status.Active) > 0 || c == nil || c.CapturedRevision <= newest.Status.EtcdRevision {
+			return false, fmt.Errorf("active %v, newest backup %s at revision %d, capture %+v", cur.Status.Active, newest.Name, newest.Status.EtcdRevision, c)
 		}
 		cur.Spec.RestoreDrill.Schedule = "*/1 * * * *"
 		return f.Client.Update(ctx, cur) == nil, nil
