@@ -34,6 +34,20 @@ type Source struct {
 	// Login, when set, makes the clients of other users and sessions (a harness that dials
 	// through its own resolver); clientv3.New at Endpoint otherwise.
 	Login func(user, password string) *clientv3.Client
+
+	// sessions are the clients of the concurrency entry's lock and election sessions.
+	sessions []*clientv3.Client
+}
+
+// StopSessions closes the clients of the lock and election sessions the corpus left, as an
+// application is stopped before its etcd is restored in place. Their keys and leases stay (a
+// closed client revokes nothing). A session left running acts on the restored cluster: a
+// clientv3 Mutex still waiting gets a compacted watch there and deletes its own key.
+func (s *Source) StopSessions() {
+	for _, cli := range s.sessions {
+		_ = cli.Close()
+	}
+	s.sessions = nil
 }
 
 // Entry is one kind of keyspace.
@@ -152,6 +166,7 @@ func Concurrency(t *testing.T, s *Source) {
 	c := ctx(t)
 	session := func() *concurrency.Session {
 		cli := s.login(t, s.Username, s.Password)
+		s.sessions = append(s.sessions, cli)
 		sess, err := concurrency.NewSession(cli, concurrency.WithTTL(60))
 		ok(t, err)
 		return sess

@@ -63,7 +63,9 @@ func TestRestoreCorpus(t *testing.T) {
 	n := checkRaised(t, want, rs, f.EtcdClientAs(t, "root", password, framework.ClientEndpoint(ns, "copy")))
 	t.Logf("into a new name in %s: %d keys equal, verification %+v", rs.Status.Duration.Duration, n, *rs.Status.Verification)
 
-	// In place: the source is replaced by the backup.
+	// In place: the source is replaced by the backup, its applications stopped first (a lock
+	// waiter left running deletes its own key on the restored cluster).
+	src.StopSessions()
 	f.Create(t, &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "src"}, Spec: etcdv1beta2.RestoreSpec{
 		EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "src"}, BackupRef: &etcdv1beta2.LocalObjectReference{Name: "src-backup"},
 	}})
