@@ -57,7 +57,7 @@ if [ "$mode" = all ]; then
   rc=0
   log "backup bench smoke: 16 MiB, one run (make bench measures 64 MiB to 4 GiB, 3 runs)"
   hack/build-etcd.sh
-  ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")" BENCH_BACKUP_SIZES=16MiB BENCH_RUNS=1 BENCH_BACKUP_OUT="$CACHE_DIR/bench/backup-smoke.md" \
+  ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")" BENCH_BACKUP_SIZES=16MiB BENCH_ENCODING_SIZES=16MiB BENCH_RUNS=1 BENCH_BACKUP_OUT="$CACHE_DIR/bench/backup-smoke.md" \
     go test -tags bench -count=1 -run '^TestBackupBench$' ./bench/snapshot/ || rc=$?
   log "e2e on the local cluster"
   if ! wait "$cert_manager_build"; then # hack/e2e.sh builds it again, in the foreground
@@ -71,7 +71,7 @@ if [ "$mode" = all ]; then
   CHAOS_RUNS=1 hack/chaos.sh || rc=$?
   log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"
   BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-cluster.sh || rc=$?
-  BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=30s BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-scale.sh || rc=$? # results in smoke-scale.md
+  BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=10s BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-scale.sh || rc=$? # results in smoke-scale.md
   if [ -s "$E2E_FAILURES" ]; then
     log "failed tests on the local cluster, with their last lines (namespace dumps in $CACHE_DIR/e2e/dumps):"
     cat "$E2E_FAILURES" >&2

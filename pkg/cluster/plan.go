@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // PodState is what the controller observed about one member pod.
@@ -24,6 +25,9 @@ type PodState struct {
 	// SpecHash is the hash of the spec the pod was made from ("" for a pod made before hashes
 	// were recorded: never rolled).
 	SpecHash string
+	// UnreadyFor is how long the pod has been running with its etcd not ready (its Ready
+	// condition False since then); 0 for a pod that is ready, not running or terminating.
+	UnreadyFor time.Duration
 }
 
 // Healthy reports whether member id answered without errors.
@@ -86,6 +90,10 @@ type Desired struct {
 	// SpecHash is the hash of the pod spec members should run (member.SpecHash); members whose
 	// pods carry another are rolled, one at a time. Empty: nothing is rolled.
 	SpecHash string
+	// ReplaceAfter is how long a voting member may stay unhealthy, its pod running but not
+	// ready, while every other voting member is healthy, before it is replaced
+	// (ActionReplaceMember); 0: never.
+	ReplaceAfter time.Duration
 }
 
 // AllAnswer reports whether every member named answers without errors (names empty: true).
@@ -124,6 +132,10 @@ const (
 	ActionDeletePod      ActionKind = "DeletePod"      // delete a pod (and volume) that has no member
 	ActionDeleteFailed   ActionKind = "DeleteFailed"   // delete a failed pod whose data lives on a volume
 	ActionUpgradeMember  ActionKind = "UpgradeMember"  // move one member's pod to Version
+	// ActionReplaceMember removes a voting member that stayed unhealthy while the others are
+	// healthy (Desired.ReplaceAfter) and deletes its pod; its volume is kept, never reused, and
+	// a fresh member is added in its place by the next steps.
+	ActionReplaceMember ActionKind = "ReplaceMember"
 	// ActionRollMember: a member on a volume whose pod is out of date is evicted; its pod is
 	// then recreated on its volume with the current spec (RecreatePod).
 	ActionRollMember ActionKind = "RollMember"
@@ -149,7 +161,8 @@ const (
 // back after its members' pods failed together (evictions), when no linearizable list exists.
 func (k ActionKind) NeedsVerifiedMembership() bool {
 	switch k {
-	case ActionRemoveMember, ActionDeletePod, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember, ActionRollMember, ActionMoveLeader:
+	case ActionRemoveMember, ActionDeletePod, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember, ActionRollMember, ActionMoveLeader,
+		ActionReplaceMember:
 		return true
 	}
 	return false
@@ -274,6 +287,9 @@ func next(d Desired, o Observed) Action {
 		if m.Started() && m.IsLearner && o.Healthy(m.ID) {
 			return Action{Kind: ActionPromote, MemberID: m.ID, Pod: m.PodName(), Message: "promoting learner " + m.PodName()}
 		}
+	}
+	if act, ok := nextReplace(d, o); ok {
+		return act
 	}
 	for _, m := range o.Members {
 		s := o.Status[m.ID]

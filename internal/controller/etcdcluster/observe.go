@@ -31,6 +31,8 @@ type observation struct {
 	etcd cluster.Client // nil when no member pod runs; closed by the caller
 	// probeErrs holds, per member ID, why its status call failed (for status.members.details).
 	probeErrs map[uint64]string
+	// replaced are the kept volumes of replaced members (controlled by c, never reused).
+	replaced []*corev1.PersistentVolumeClaim
 	// quotaExceeded: the previous pass found the quota too small for the data (Degraded
 	// QuotaExceeded), read before this pass rewrites the conditions.
 	quotaExceeded bool
@@ -92,6 +94,10 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		switch {
 		case !controlledBy(pvc, c) || pvc.DeletionTimestamp != nil:
 			obs.ReservedNames[pvc.Name] = true
+		case pvc.Annotations[etcdv1beta2.AnnotationReplacedAt] != "":
+			// A replaced member's volume: kept, never a member's again (replaced.go).
+			obs.ReservedNames[pvc.Name] = true
+			obs.replaced = append(obs.replaced, pvc)
 		case usesPVC:
 			obs.pvcs[pvc.Name] = pvc
 			obs.PVCs[pvc.Name] = true
@@ -156,7 +162,7 @@ func etcdStarted(p *corev1.Pod) bool {
 // kubelet that would finish the deletion is the one Kubernetes lost.
 func podState(p *corev1.Pod, now time.Time) cluster.PodState {
 	s := cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p),
-		InitialCluster: member.PodInitialCluster(p), SpecHash: member.PodSpecHash(p)}
+		InitialCluster: member.PodInitialCluster(p), SpecHash: member.PodSpecHash(p), UnreadyFor: unreadyFor(p, now)}
 	if p.DeletionTimestamp != nil {
 		if evictedFromLostNode(p) {
 			s.Stuck = now.After(p.DeletionTimestamp.Time)
@@ -227,4 +233,19 @@ func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		}(m)
 	}
 	wg.Wait()
+}
+
+// unreadyFor is how long p has been running with its Ready condition False: since the
+// condition's last transition (a crash-looping container never turns it True). 0 for a pod
+// that is ready, not running, terminating, or not yet reported on.
+func unreadyFor(p *corev1.Pod, now time.Time) time.Duration {
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		return 0
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionFalse && !cond.LastTransitionTime.IsZero() {
+			return max(now.Sub(cond.LastTransitionTime.Time), 0)
+		}
+	}
+	return 0
 }

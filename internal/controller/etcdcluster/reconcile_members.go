@@ -119,6 +119,15 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		if err := r.deleteMember(ctx, c, obs, act.Pod, true); err != nil {
 			return ctrl.Result{}, err
 		}
+	case cluster.ActionReplaceMember:
+		err := r.replaceMember(ctx, c, obs, act)
+		if errors.Is(err, cluster.ErrNotReadyForChange) {
+			log.V(1).Info("Cluster not ready for a membership change yet")
+			return ctrl.Result{RequeueAfter: requeueAfterChange}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 	case cluster.ActionDeletePod:
 		if err := r.deleteMember(ctx, c, obs, act.Pod, true); err != nil {
 			return ctrl.Result{}, err

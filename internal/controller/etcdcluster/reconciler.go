@@ -283,6 +283,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The namespace goes, and the cluster with it: nothing to retry.
 		return ctrl.Result{}, nil
 	}
+	if err == nil {
+		// Kept volumes of replaced members whose retention passed go.
+		var next time.Duration
+		if next, err = r.expireReplaced(ctx, c, obs); next > 0 && (res.RequeueAfter == 0 || next < res.RequeueAfter) {
+			res.RequeueAfter = next
+		}
+	}
 	stepErr := err
 	if stepErr == nil {
 		stepErr = restoreErr // a formed cluster whose restore did not verify: Degraded says why
@@ -366,7 +373,7 @@ func blocked(err error) bool {
 
 // desired reduces the spec to what cluster.Next needs.
 func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.Desired {
-	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target, SpecHash: member.SpecHash(c)}
+	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target, SpecHash: member.SpecHash(c), ReplaceAfter: c.ReplaceAfter()}
 	d.PVC = c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil
 	switch b := c.Spec.Bootstrap; {
 	case b == nil || b.Restore == nil:

@@ -23,6 +23,7 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	st.ClientPort = etcdv1beta2.EtcdClientPort
 	st.Selector = member.SelectorString(c)
 	st.ControlPaused = c.Spec.Paused
+	st.ReplacedVolumes = replacedVolumes(c, obs)
 	if !obs.Reachable {
 		st.ReadyMembers = 0
 		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods), Details: unreachableDetails(st.Members.Details)}

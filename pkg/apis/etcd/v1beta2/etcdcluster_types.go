@@ -123,6 +123,12 @@ type ClusterSpec struct {
 	// only). Off by default; see RecoverySpec and docs/runbooks/quorum-loss.md.
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
+
+	// memberReplacement says when a voting member whose etcd stays unhealthy while the rest
+	// of the cluster is healthy is replaced by a fresh one (its volume kept). On by default,
+	// after 300 s; see MemberReplacementSpec.
+	// +optional
+	MemberReplacement *MemberReplacementSpec `json:"memberReplacement,omitempty"`
 }
 
 // BootstrapSpec says how the first member of a cluster is made.
@@ -238,6 +244,12 @@ type ClusterStatus struct {
 	// how much data was lost.
 	// +optional
 	LastRecovery *RecoveryRecord `json:"lastRecovery,omitempty"`
+
+	// replacedVolumes are the kept volumes of members the operator replaced
+	// (spec.memberReplacement): no member uses them; delete one when you no longer need its
+	// data.
+	// +optional
+	ReplacedVolumes []ReplacedVolume `json:"replacedVolumes,omitempty"`
 }
 
 // MembersStatus lists members by readiness.

@@ -1,0 +1,141 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/internal/testutil"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+)
+
+// TestUnhealthyMemberReplaced: a voting member whose etcd stopped answering and whose pod has
+// not been ready for longer than spec.memberReplacement.afterSeconds, while its two peers are
+// healthy, is removed and replaced by a fresh member on a fresh volume under a new name. Its
+// volume is kept (controlled by the cluster, marked with the member ID, listed in
+// status.replacedVolumes), the other members' pods and volumes are untouched, a Warning event
+// says why; once a retention is set and has passed, the kept volume is deleted.
+func TestUnhealthyMemberReplaced(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "replace")
+	c := withPVC(newCluster(ns, "c", 3))
+	c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](60)}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 3)
+	before := map[string]types.UID{}
+	for _, name := range []string{"c-0", "c-2"} {
+		before["pod/"+name] = uidOf(t, ns, name, &corev1.Pod{})
+		before["pvc/"+name] = uidOf(t, ns, name, &corev1.PersistentVolumeClaim{})
+	}
+	badVolume := uidOf(t, ns, "c-1", &corev1.PersistentVolumeClaim{})
+	var badID string
+	for _, m := range f.list() {
+		if m.Name == "c-1" {
+			badID = fmt.Sprintf("%x", m.ID)
+		}
+	}
+
+	// c-1's etcd stops answering; its pod has not been ready for 30 s: not yet replaced.
+	f.kill("c-1")
+	unreadySince(t, ns, "c-1", 30*time.Second)
+	time.Sleep(3 * time.Second) //nolint:forbidigo // proves that nothing is replaced before afterSeconds
+	if got := memberNames(f, true); !slices.Contains(got, "c-1") {
+		t.Fatalf("c-1 replaced after 30 s of 60: voters %v", got)
+	}
+	// Not ready for two minutes: replaced.
+	unreadySince(t, ns, "c-1", 2*time.Minute)
+	testutil.Eventually(t, testutil.Timeout, "c-1 replaced by a fresh member", testutil.NoError(func() error {
+		if got := memberNames(f, true); !slices.Equal(got, []string{"c-0", "c-2", "c-3"}) {
+			return fmt.Errorf("voters %v", got)
+		}
+		if got := podNames(t, ns); !slices.Equal(got, []string{"c-0", "c-2", "c-3"}) {
+			return fmt.Errorf("pods %v", got)
+		}
+		return nil
+	}))
+	waitConverged(t, ns, f, 3)
+	kept := &corev1.PersistentVolumeClaim{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, kept); err != nil {
+		t.Fatalf("the replaced member's volume: %v", err)
+	}
+	cl := getCluster(t, ns, "c")
+	if kept.UID != badVolume || !controlledBy(kept, cl) || kept.DeletionTimestamp != nil || kept.Annotations[etcdv1beta2.AnnotationReplacedMemberID] != badID ||
+		kept.Annotations[etcdv1beta2.AnnotationReplacedAt] == "" {
+		t.Fatalf("replaced volume c-1: uid %s (was %s), controller %v, deleting %v, annotations %v; want it kept, controlled, marked with member %s",
+			kept.UID, badVolume, metav1.GetControllerOf(kept), kept.DeletionTimestamp, kept.Annotations, badID)
+	}
+	if rv := cl.Status.ReplacedVolumes; len(rv) != 1 || rv[0].Name != "c-1" || rv[0].MemberID != badID || rv[0].ReplacedAt == nil || rv[0].DeleteAfter != nil {
+		t.Fatalf("status.replacedVolumes %+v; want c-1 of member %s, no deletion time", rv, badID)
+	}
+	for key, uid := range before {
+		kind, name, _ := strings.Cut(key, "/")
+		var obj client.Object = &corev1.Pod{}
+		if kind == "pvc" {
+			obj = &corev1.PersistentVolumeClaim{}
+		}
+		if got := uidOf(t, ns, name, obj); got != uid {
+			t.Fatalf("%s was replaced (uid %s, was %s): only c-1 may be", key, got, uid)
+		}
+	}
+	if uidOf(t, ns, "c-3", &corev1.PersistentVolumeClaim{}) == badVolume {
+		t.Fatal("the fresh member c-3 reuses the replaced volume")
+	}
+	testutil.Eventually(t, testutil.Timeout, "one MemberReplaced warning", testutil.NoError(func() error {
+		return warningEvents(ns, etcdv1beta2.ReasonMemberReplaced, 1)
+	}))
+
+	// A retention that has passed: the kept volume goes.
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.MemberReplacement.VolumeRetentionSeconds = ptr.To[int64](0)
+	})
+	testutil.Eventually(t, testutil.Timeout, "the kept volume deleted", testutil.NoError(func() error {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, pvc)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err == nil && pvc.DeletionTimestamp == nil {
+			return fmt.Errorf("volume c-1 still kept")
+		}
+		return nil
+	}))
+}
+
+// unreadySince plays the kubelet of a crash-looping member: pod name is running, its Ready
+// condition False since ago.
+func unreadySince(t *testing.T, ns, name string, ago time.Duration) {
+	t.Helper()
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+			return err
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-ago))}}
+		return k8s.Status().Update(context.Background(), p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func uidOf(t *testing.T, ns, name string, obj client.Object) types.UID {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj.GetUID()
+}

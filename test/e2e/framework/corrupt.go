@@ -1,0 +1,85 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CorruptMember corrupts the data of member pod of cluster name on disk, as a failing disk
+// would: with the cluster paused (the operator leaves the pod down), the pod is force-deleted,
+// 64 KiB of random bytes are written over the start of its bbolt db (its meta pages and first
+// tree pages), and the cluster is resumed, so the pod comes back on a volume etcd refuses.
+// The volume must be a host path on this machine (the local cluster's default class); the
+// test is skipped otherwise.
+func (f *Framework) CorruptMember(t testing.TB, ns, name, pod string) {
+	t.Helper()
+	db := f.memberDB(t, ns, pod)
+	f.SetPaused(t, ns, name, true)
+	if err := f.Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, time.Minute, "pod "+pod+" gone", func(ctx context.Context) (bool, error) {
+		err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &corev1.Pod{})
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("pod %s: %v", pod, err)
+	})
+	garbage := make([]byte, 64<<10)
+	_, _ = rand.Read(garbage)
+	fh, err := os.OpenFile(db, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt(garbage, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fault: %d bytes of garbage written over %s (member %s/%s)", len(garbage), db, ns, pod)
+	f.SetPaused(t, ns, name, false)
+}
+
+// memberDB is the path, on this machine, of the bbolt db on member pod's volume.
+func (f *Framework) memberDB(t testing.TB, ns, pod string) string {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pod}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		t.Fatal(err)
+	}
+	if pv.Spec.HostPath == nil {
+		t.Skipf("volume %s is not a host path: corrupting a member's data needs the local cluster", pv.Name)
+	}
+	matches, _ := filepath.Glob(filepath.Join(pv.Spec.HostPath.Path, "*", "member", "snap", "db"))
+	if len(matches) != 1 {
+		t.Skipf("no etcd db under %s on this machine (%v): corrupting a member's data needs the local cluster", pv.Spec.HostPath.Path, matches)
+	}
+	return matches[0]
+}
+
+// SetPaused sets spec.paused of cluster name.
+func (f *Framework) SetPaused(t testing.TB, ns, name string, paused bool) {
+	t.Helper()
+	Eventually(t, time.Minute, fmt.Sprintf("spec.paused %t", paused), func(ctx context.Context) (bool, error) {
+		c, err := f.GetCluster(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		c.Spec.Paused = paused
+		err = f.Client.Update(ctx, c)
+		return err == nil, err
+	})
+}
