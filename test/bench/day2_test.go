@@ -31,11 +31,12 @@ const day2Timeout = 5 * time.Minute
 
 // benchDay2 times the day-two operations. One 3-member cluster on volumes per run serves all
 // of them, so that the smoke (BENCH_RUNS=1) makes one cluster: created at upgradeFrom, upgraded
-// to upgradeTo, a dead member replaced, then scaled 3 -> 5. The order gives each step the
-// healthy cluster of the shape it needs (the replacement and the upgrade want 3 members).
+// to upgradeTo, a dead member replaced, a corrupt member replaced, a change rolled through 3
+// members, then scaled 3 -> 5 and a change rolled through 5. The order gives each step the
+// healthy cluster of the shape it needs (the replacements and the upgrade want 3 members).
 func benchDay2(t *testing.T, f *framework.Framework, rep *report) {
 	ns := f.CreateNamespace(t, "bench-day2")
-	var upgrade, replace, scale, joins []float64
+	var upgrade, replace, corrupt, roll3, scale, joins, roll5 []float64
 	for i := range rep.Runs {
 		name := fmt.Sprintf("d-%d", i)
 		c := pvcCluster(ns, name, 3, 256*mib)
@@ -44,13 +45,30 @@ func benchDay2(t *testing.T, f *framework.Framework, rep *report) {
 		f.WaitClusterAvailable(t, ns, name, 3, day2Timeout)
 		upgrade = append(upgrade, timeUpgrade(t, f, ns, name))
 		replace = append(replace, timeReplace(t, f, ns, name))
+		if day2Extra() {
+			corrupt = append(corrupt, timeCorruptReplace(t, f, ns, name, 3))
+			roll3 = append(roll3, timeRoll(t, f, ns, name, 3, "21m"))
+		}
 		secs, added := timeScaleUp(t, f, ns, name)
 		scale, joins = append(scale, secs), append(joins, added...)
+		if day2Extra() {
+			roll5 = append(roll5, timeRoll(t, f, ns, name, 5, "22m"))
+		}
 		deleteCluster(t, f, ns, name)
 	}
 	rep.add(figure{Name: fmt.Sprintf("rolling upgrade %s -> %s, 3 members with volumes: spec change -> every member on %s, ready, Upgrading False", upgradeFrom, upgradeTo, upgradeTo), Values: upgrade})
 	rep.add(figure{Name: "dead member replaced, 3 members with volumes: a follower's pod and volume deleted -> 3 ready members, a new one in its place", Values: replace})
+	if day2Extra() {
+		rep.add(figure{Name: fmt.Sprintf("corrupt member replaced, 3 members with volumes: a follower's pod back on a db overwritten with garbage -> 3 ready members, a fresh one in its place (memberReplacement.afterSeconds %d)", replaceAfter),
+			Values: corrupt, Baseline: "dead member replaced, 3 members with volumes: a follower's pod and volume deleted -> 3 ready members, a new one in its place",
+			Note: fmt.Sprintf("%d s of each value is the wait for the member to stay unhealthy that long", replaceAfter)})
+		rep.add(figure{Name: "rolling change, 3 members with volumes: spec.pod.resources changed -> every member restarted with it, ready, none outdated", Values: roll3})
+	}
 	rep.add(figure{Name: "scale 3 -> 5 with volumes: spec change -> Available with 5 ready members", Values: scale})
+	if day2Extra() {
+		rep.add(figure{Name: "rolling change, 5 members with volumes: spec.pod.resources changed -> every member restarted with it, ready, none outdated", Values: roll5,
+			Baseline: "rolling change, 3 members with volumes: spec.pod.resources changed -> every member restarted with it, ready, none outdated"})
+	}
 	rep.add(figure{Name: "each added member (scale 3 -> 5, volumes): its etcd container's start -> a ready voting member in status", Values: joins,
 		Note: "startedAt has 1 s resolution and status is polled every 0.5 s: up to 1.5 s too long", Target: "< 10 s", TargetMax: 10})
 }
@@ -88,20 +106,7 @@ func timeUpgrade(t *testing.T, f *framework.Framework, ns, name string) float64 
 // A follower, so that the figure is the replacement and not a leader election besides. It
 // returns the seconds until 3 members are ready again, the dead one not among them.
 func timeReplace(t *testing.T, f *framework.Framework, ns, name string) float64 {
-	c, err := f.GetCluster(t.Context(), ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	victim := ""
-	for _, m := range c.Status.Members.Details {
-		if m.Role == etcdv1beta2.MemberRoleFollower {
-			victim = m.Name
-			break
-		}
-	}
-	if victim == "" {
-		t.Fatalf("%s: no follower in status %+v", name, c.Status.Members.Details)
-	}
+	victim := follower(t, f, ns, name)
 	start := time.Now()
 	// The claim first: the kubelet holds it (pvc-protection) until the pod is gone, and the
 	// operator never sees the pod gone with its volume still there (that would recreate it).
