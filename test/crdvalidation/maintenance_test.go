@@ -91,3 +91,22 @@ func TestRecoveryAdmission(t *testing.T) {
 		{name: "recovery from a schedule name of 63 characters with dots is fine", manifest: cluster("size: 3\n  recovery: {backupScheduleName: prod.n" + strings.Repeat("x", 57) + "}")},
 	})
 }
+
+// TestDayTwoAdmission: spec.hibernate only with volumes, spec.memberReplacement's bounds
+// (issue 31 items 2 and 4).
+func TestDayTwoAdmission(t *testing.T) {
+	volumes := `
+  pod:
+    persistentVolumeClaimSpec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}`
+	runCreateCases(t, []createCase{
+		{name: "hibernate with volumes", manifest: cluster("size: 3\n  hibernate: true" + volumes)},
+		{name: "hibernate without volumes", manifest: cluster("size: 3\n  hibernate: true"), want: "only a cluster with pod.persistentVolumeClaimSpec can hibernate"},
+		{name: "awake without volumes", manifest: cluster("size: 3\n  hibernate: false")},
+		{name: "replacement after a minute, volumes kept a day", manifest: cluster("size: 3\n  memberReplacement: {afterSeconds: 60, volumeRetentionSeconds: 86400}")},
+		{name: "replacement off", manifest: cluster("size: 3\n  memberReplacement: {disabled: true}")},
+		{name: "replacement too soon", manifest: cluster("size: 3\n  memberReplacement: {afterSeconds: 10}"), want: "spec.memberReplacement.afterSeconds"},
+		{name: "negative retention", manifest: cluster("size: 3\n  memberReplacement: {volumeRetentionSeconds: -1}"), want: "spec.memberReplacement.volumeRetentionSeconds"},
+	})
+}

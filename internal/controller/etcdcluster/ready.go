@@ -36,6 +36,9 @@ func clusterVerdict(c *etcdv1beta2.EtcdCluster) readiness.Verdict {
 	if x := cond(etcdv1beta2.ClusterConditionPaused, metav1.ConditionTrue); x != nil {
 		return readiness.Verdict{State: readiness.Idle, Reason: x.Reason, Message: x.Message}
 	}
+	if x := cond(etcdv1beta2.ClusterConditionHibernated, metav1.ConditionTrue); x != nil {
+		return readiness.Verdict{State: readiness.Idle, Reason: x.Reason, Message: x.Message}
+	}
 	if x := cond(etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue); x != nil && slices.Contains(stalledReasons, x.Reason) {
 		return readiness.Verdict{State: readiness.Stalled, Reason: x.Reason, Message: x.Message}
 	}

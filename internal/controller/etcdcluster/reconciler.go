@@ -272,6 +272,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		setConditions(c, obs, cluster.Action{Kind: cluster.ActionNone}, target, upgradeErr, nil, nil)
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	}
+	if c.Spec.Hibernate {
+		return r.hibernate(ctx, c, obs)
+	}
+	setAwake(c)
 	act := cluster.Next(r.desired(c, target), obs.Observed)
 	var res ctrl.Result
 	if tlsErr != nil && needsCertificates(act.Kind) {

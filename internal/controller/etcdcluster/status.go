@@ -198,6 +198,8 @@ func phase(c *etcdv1beta2.EtcdCluster) etcdv1beta2.ClusterPhase {
 	switch {
 	case is(etcdv1beta2.ClusterConditionPaused):
 		return etcdv1beta2.ClusterPhasePaused
+	case c.Spec.Hibernate && !restoring(c):
+		return etcdv1beta2.ClusterPhaseHibernated
 	case meta.IsStatusConditionPresentAndEqual(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue) &&
 		meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded).Reason == etcdv1beta2.ReasonQuorumLost:
 		return etcdv1beta2.ClusterPhaseFailed

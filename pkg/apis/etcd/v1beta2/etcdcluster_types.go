@@ -53,6 +53,7 @@ type EtcdCluster struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.recovery) || !has(oldSelf.pod) || !has(oldSelf.pod.persistentVolumeClaimSpec)",message="recovery cannot be set in the update that removes pod.persistentVolumeClaimSpec: the running members still keep their data on volumes, which a recovery would restore over; remove persistentVolumeClaimSpec first, and set recovery once every member runs without a volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.quotaBackendBytes) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name == 'ETCD_QUOTA_BACKEND_BYTES')",message="maintenance.quotaBackendBytes and an ETCD_QUOTA_BACKEND_BYTES entry in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.autoCompaction) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name.startsWith('ETCD_AUTO_COMPACTION_'))",message="maintenance.autoCompaction and ETCD_AUTO_COMPACTION_* entries in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
+// +kubebuilder:validation:XValidation:rule="!has(self.hibernate) || !self.hibernate || (has(self.pod) && has(self.pod.persistentVolumeClaimSpec))",message="hibernate stops every member and keeps their data on their volumes: only a cluster with pod.persistentVolumeClaimSpec can hibernate (emptyDir members would lose everything)"
 type ClusterSpec struct {
 	// size is the number of members the cluster should have. The operator adds or removes one
 	// member at a time until the cluster has this many started, voting members.
@@ -85,6 +86,15 @@ type ClusterSpec struct {
 	// replaced or upgraded) until it is set back to false. Status is still reported.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// hibernate puts the cluster to sleep: every member pod is stopped, while the members'
+	// volumes, their identities (names, member IDs, the cluster ID) and the Services stay.
+	// status.phase says Hibernated and condition Hibernated is True once no member runs.
+	// Setting it back to false wakes the cluster: the same members start again on their data.
+	// Clusters with volumes only (pod.persistentVolumeClaimSpec). Backups of a hibernated
+	// cluster fail (there is nothing to read from).
+	// +optional
+	Hibernate bool `json:"hibernate,omitempty"`
 
 	// pod is the policy for the member pods the operator creates. Changes apply to pods created
 	// after the change (new or replaced members), not to running ones.
@@ -338,6 +348,8 @@ const (
 	ClusterPhaseDegraded  ClusterPhase = "Degraded"
 	ClusterPhaseFailed    ClusterPhase = "Failed"
 	ClusterPhasePaused    ClusterPhase = "Paused"
+	// ClusterPhaseHibernated: spec.hibernate stopped the members (or is stopping them).
+	ClusterPhaseHibernated ClusterPhase = "Hibernated"
 )
 
 // EtcdClusterList is a list of EtcdClusters.
