@@ -9,10 +9,11 @@
 //   - backup: an EtcdBackup of the 3-member cluster into MinIO (pkg/snapshot), reported beside the
 //     restore figures (no baseline here: bench/backend measures the upload path against the raw
 //     SDKs);
-//   - create -> Available for sizes 3 and 5;
+//   - create -> Available for sizes 3 and 5 (BENCH_CREATE_SIZES);
 //   - day two, on one 3-member cluster on volumes per run (day2_test.go): rolling upgrade
-//     3.5 -> 3.6, a dead member (pod and volume lost) replaced, scale 3 -> 5, and for each
-//     added member the time from its etcd container's start to a ready voting member.
+//     3.5 -> 3.6, a dead member (pod and volume lost) replaced, a corrupt member replaced, a
+//     change rolled through 3 members, scale 3 -> 5 (and for each added member the time from its
+//     etcd container's start to a ready voting member), a change rolled through 5 members.
 //
 // Every figure runs BENCH_RUNS times (default 3) and is reported as min and median; the results
 // go to BENCH_OUT (markdown) and BENCH_OUT with .json. Nothing here asserts a time: targets are
@@ -26,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,10 +62,11 @@ func TestBench(t *testing.T) {
 	}
 }
 
-// benchCreate times create -> Available (every member ready) for sizes 3 and 5, on volumes.
+// benchCreate times create -> Available (every member ready) for sizes 3 and 5 (BENCH_CREATE_SIZES;
+// the CI smoke makes size 3 only), on volumes.
 func benchCreate(t *testing.T, f *framework.Framework, rep *report) {
 	ns := f.CreateNamespace(t, "bench-create")
-	for _, size := range []int32{3, 5} {
+	for _, size := range createSizes(t) {
 		var secs []float64
 		for i := range rep.Runs {
 			name := fmt.Sprintf("c%d-%d", size, i)
@@ -283,4 +286,22 @@ func waitGone(t *testing.T, f *framework.Framework, ns, name string) {
 		}
 		return len(pods.Items) == 0, fmt.Errorf("%d pods left", len(pods.Items))
 	})
+}
+
+// createSizes are the cluster sizes of the create figures: BENCH_CREATE_SIZES (comma-separated),
+// 3 and 5 when unset.
+func createSizes(t *testing.T) []int32 {
+	v := os.Getenv("BENCH_CREATE_SIZES")
+	if v == "" {
+		return []int32{3, 5}
+	}
+	var out []int32
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 7 {
+			t.Fatalf("BENCH_CREATE_SIZES=%q: want sizes from 1 to 7, comma-separated", v)
+		}
+		out = append(out, int32(n)) //nolint:gosec // 1 to 7
+	}
+	return out
 }
