@@ -235,9 +235,11 @@ func hashTx(tx *bolt.Tx, rev int64, opts Options) (*Result, error) {
 
 var errStop = errors.New("past the revision")
 
-// userKey reads the key (field 1) of an mvccpb.KeyValue without decoding, or copying, the rest:
+// userKey reads the key (field 1, its last occurrence) of an mvccpb.KeyValue without decoding, or copying, the rest:
 // the value can be large, and only the key is needed.
 func userKey(b []byte) ([]byte, error) {
+	var key []byte
+	found := false
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -245,11 +247,15 @@ func userKey(b []byte) ([]byte, error) {
 		}
 		b = b[n:]
 		if num == 1 && typ == protowire.BytesType {
-			key, n := protowire.ConsumeBytes(b)
+			// A field that appears twice takes its last value, as protobuf (and etcd's
+			// decoder) reads it: the whole record is read.
+			k, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return nil, fmt.Errorf("decoding a key: %w", protowire.ParseError(n))
 			}
-			return key, nil
+			key, found = k, true
+			b = b[n:]
+			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
@@ -257,7 +263,10 @@ func userKey(b []byte) ([]byte, error) {
 		}
 		b = b[n:]
 	}
-	return nil, errors.New("a key-value without a key")
+	if !found {
+		return nil, errors.New("a key-value without a key")
+	}
+	return key, nil
 }
 
 // openReadOnly opens the etcd data file at path read-only: it is never changed.
