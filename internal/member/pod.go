@@ -275,20 +275,7 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, version, state, initial string)
 			"--cert-file="+ServerTLSDir+"/server.crt",
 			"--key-file="+ServerTLSDir+"/server.key")
 	}
-	flags = append(flags, initialCorruptCheckFlag(version))
 	return append(flags, maintenanceFlags(c)...)
-}
-
-// initialCorruptCheckFlag turns on etcd's check of a member's data against its peers' before
-// it serves: a member whose data dir went bad stops there (its pod crash-loops) instead of
-// serving it, and is replaced (spec.memberReplacement). etcd's periodic checks stay off: the
-// CORRUPT alarm they raise stops the whole cluster's reads and writes until a person resolves
-// it.
-func initialCorruptCheckFlag(version string) string {
-	if cluster.CompareVersions(version, "3.6.0") < 0 {
-		return "--experimental-initial-corrupt-check=true" // 3.5's name of the flag
-	}
-	return "--feature-gates=InitialCorruptCheck=true"
 }
 
 // pinnedPeerFlags pin the peers of a cluster whose certificates the operator makes (TLS.auto,

@@ -91,6 +91,7 @@ var faults = []fault{
 			f.CorruptMember(t, ns, "c", victim)
 			return injected{size: 3, note: victim + " corrupted, replaced after 30 s of crash loop"}
 		}},
+	{name: "member-killed-mid-roll", valueSize: 256, cluster: withVolumes, inject: memberKilledMidRoll},
 	{name: "node-drained", valueSize: 256, inject: nodeDrained},
 	{name: "backup-operator-killed-mid-backup", valueSize: 256, inject: backupOperatorKilled},
 	{name: "member-killed-during-snapshot", valueSize: 256, inject: memberKilledDuringSnapshot},
