@@ -114,6 +114,20 @@ func NewPod(c *etcdv1beta2.EtcdCluster, name, version, state, initial string) *c
 	return pod
 }
 
+// ForceNewCluster makes pod, a member's on its volume, start with --force-new-cluster: the
+// member forms a cluster of itself alone from its data (a recovery from the survivors), and
+// says so in etcdv1beta2.AnnotationForceNewCluster.
+func ForceNewCluster(pod *corev1.Pod) {
+	c := &pod.Spec.Containers[0]
+	c.Command = append(c.Command, "--force-new-cluster")
+	pod.Annotations[etcdv1beta2.AnnotationForceNewCluster] = "true"
+}
+
+// PodForcedNewCluster reports whether p was made with --force-new-cluster.
+func PodForcedNewCluster(p *corev1.Pod) bool {
+	return p.Annotations[etcdv1beta2.AnnotationForceNewCluster] != ""
+}
+
 // SpecHashAnnotation, on a member pod, is SpecHash of the cluster spec the pod was made from.
 const SpecHashAnnotation = "etcd.database.coreos.com/spec-hash"
 

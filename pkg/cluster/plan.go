@@ -28,6 +28,9 @@ type PodState struct {
 	// UnreadyFor is how long the pod has been running with its etcd not ready (its Ready
 	// condition False since then); 0 for a pod that is ready, not running or terminating.
 	UnreadyFor time.Duration
+	// ForcedNewCluster is true for a pod made with --force-new-cluster (a recovery from the
+	// survivors): nothing joins its member until it is made again without the flag.
+	ForcedNewCluster bool
 }
 
 // Healthy reports whether member id answered without errors.
@@ -142,6 +145,9 @@ const (
 	// ActionMoveLeader: the leader's pod is out of date and the followers' are not: leadership
 	// moves to the follower MemberID before the leader's pod is rolled.
 	ActionMoveLeader ActionKind = "MoveLeader"
+	// ActionRestartForced: the member started with --force-new-cluster stands alone; its pod
+	// is deleted (its volume kept) and made again without the flag (RecreatePod).
+	ActionRestartForced ActionKind = "RestartForced"
 	// ActionRollBlocked: a member's pod is out of date but rolling it would lose data (a
 	// one-member cluster without a volume); nothing changes, the message says why.
 	ActionRollBlocked ActionKind = "RollBlocked"
@@ -162,7 +168,7 @@ const (
 func (k ActionKind) NeedsVerifiedMembership() bool {
 	switch k {
 	case ActionRemoveMember, ActionDeletePod, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember, ActionRollMember, ActionMoveLeader,
-		ActionReplaceMember:
+		ActionReplaceMember, ActionRestartForced:
 		return true
 	}
 	return false
@@ -241,6 +247,9 @@ func next(d Desired, o Observed) Action {
 				return Action{Kind: ActionDeleteFailed, MemberID: m.ID, Pod: p.Name, Message: "deleting failed pod " + p.Name + " to restart it on its volume"}
 			}
 		}
+	}
+	if act, ok := nextForced(o); ok {
+		return act
 	}
 	voters, healthy, down := quorum(o)
 	if healthy*2 <= voters {

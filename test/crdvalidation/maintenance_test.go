@@ -108,5 +108,8 @@ func TestDayTwoAdmission(t *testing.T) {
 		{name: "replacement off", manifest: cluster("size: 3\n  memberReplacement: {disabled: true}")},
 		{name: "replacement too soon", manifest: cluster("size: 3\n  memberReplacement: {afterSeconds: 10}"), want: "spec.memberReplacement.afterSeconds"},
 		{name: "negative retention", manifest: cluster("size: 3\n  memberReplacement: {volumeRetentionSeconds: -1}"), want: "spec.memberReplacement.volumeRetentionSeconds"},
+		{name: "survivor recovery with volumes", manifest: cluster("size: 3\n  survivorRecovery: {afterSeconds: 600}" + volumes)},
+		{name: "survivor recovery without volumes", manifest: cluster("size: 3\n  survivorRecovery: {}"), want: "only a cluster with pod.persistentVolumeClaimSpec has any"},
+		{name: "survivor recovery too soon", manifest: cluster("size: 3\n  survivorRecovery: {afterSeconds: 5}" + volumes), want: "spec.survivorRecovery.afterSeconds"},
 	})
 }

@@ -50,6 +50,9 @@ type fakeEtcd struct {
 	defragged   []string
 	// leaderMoves are the members leadership was moved to, in order.
 	leaderMoves []uint64
+	// leaderless makes every member answer without a leader (quorum lost), at its raftIndex.
+	leaderless bool
+	raftIndex  map[string]uint64
 
 	// Authentication: whether it is on, the password etcd knows for root (set by EnableAuth),
 	// and the Access of the last client the operator made.
@@ -219,6 +222,9 @@ func (c *fakeConn) Status(_ context.Context, endpoint string) (cluster.EndpointS
 			st := cluster.EndpointStatus{MemberID: id, Leader: c.f.members[0].ID, Version: "3.6.16", IsLearner: m.IsLearner, DBSize: 20480, DBSizeInUse: 16384, Revision: 1000}
 			if db, ok := c.f.db[name]; ok {
 				st.DBSize, st.DBSizeInUse = db[0], db[1]
+			}
+			if c.f.leaderless {
+				st.Leader, st.RaftIndex, st.Errors = 0, c.f.raftIndex[name], []string{"etcdserver: no leader"}
 			}
 			for _, a := range c.f.alarms {
 				st.Alarms = append(st.Alarms, fmt.Sprintf("memberID:%d alarm:%s ", a.MemberID, a.Type))

@@ -80,7 +80,15 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		if !obs.Reachable && !obs.Formed {
 			state = "new" // the seed's pod went away before the cluster formed; its volume stays
 		}
-		if err := r.createMemberPod(ctx, c, act.Pod, version, state, member.InitialCluster(c, obs.Members, act.Pod)); err != nil {
+		pod := member.NewPod(c, act.Pod, version, state, member.InitialCluster(c, obs.Members, act.Pod))
+		if pvc := obs.pvcs[act.Pod]; pvc != nil && pvc.Annotations[etcdv1beta2.AnnotationForceNewCluster] != "" {
+			member.ForceNewCluster(pod) // the member a recovery from the survivors keeps (survivor.go)
+		}
+		if err := r.createMember(ctx, c, pod); err != nil {
+			return ctrl.Result{}, err
+		}
+	case cluster.ActionRestartForced:
+		if err := r.restartForced(ctx, c, obs, act.Pod); err != nil {
 			return ctrl.Result{}, err
 		}
 	case cluster.ActionAddMember:

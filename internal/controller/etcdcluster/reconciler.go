@@ -307,10 +307,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if act.Kind == cluster.ActionWaitForSeed && err == nil {
 		err = errors.Join(r.setRestoreFailed(ctx, c), r.recordRecovery(ctx, c))
 	}
+	if act.Kind != cluster.ActionQuorumLost {
+		// Quorum is back, or never lost: a later loss waits its full afterSeconds again.
+		r.dataLostSince.Delete(string(c.UID))
+		r.dataLostSince.Delete("survivors/" + string(c.UID))
+	}
+	if err == nil {
+		r.settleSurvivorRecovery(c, act)
+	}
 	if act.Kind == cluster.ActionQuorumLost && err == nil {
 		var wait time.Duration
 		var why string
-		if wait, why, err = r.recover(ctx, c, obs); why != "" {
+		recover := r.recover
+		if c.Spec.SurvivorRecovery != nil {
+			recover = r.recoverFromSurvivors
+		}
+		if wait, why, err = recover(ctx, c, obs); why != "" {
 			setRecoveryMessage(c, why)
 		}
 		if wait > 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -82,4 +83,30 @@ func (f *Framework) SetPaused(t testing.TB, ns, name string, paused bool) {
 		err = f.Client.Update(ctx, c)
 		return err == nil, err
 	})
+}
+
+// LoseVolumes loses members pods of cluster name with their data, as nodes that die with their
+// local volumes do: with the cluster paused (the operator leaves them down), their pods are
+// force-deleted and their volume claims deleted, and once the claims are gone the cluster is
+// resumed.
+func (f *Framework) LoseVolumes(t testing.TB, ns, name string, pods ...string) {
+	t.Helper()
+	f.SetPaused(t, ns, name, true)
+	for _, pod := range pods {
+		if err := f.Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		if err := f.Client.Delete(context.Background(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pod := range pods {
+		Eventually(t, 2*time.Minute, "pod and volume "+pod+" gone", func(ctx context.Context) (bool, error) {
+			errPod := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &corev1.Pod{})
+			errPVC := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &corev1.PersistentVolumeClaim{})
+			return apierrors.IsNotFound(errPod) && apierrors.IsNotFound(errPVC), fmt.Errorf("pod: %v, volume: %v", errPod, errPVC)
+		})
+	}
+	t.Logf("fault: members %v of %s/%s lost with their volumes", pods, ns, name)
+	f.SetPaused(t, ns, name, false)
 }

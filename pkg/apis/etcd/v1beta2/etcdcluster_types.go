@@ -53,6 +53,7 @@ type EtcdCluster struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.recovery) || !has(oldSelf.pod) || !has(oldSelf.pod.persistentVolumeClaimSpec)",message="recovery cannot be set in the update that removes pod.persistentVolumeClaimSpec: the running members still keep their data on volumes, which a recovery would restore over; remove persistentVolumeClaimSpec first, and set recovery once every member runs without a volume"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.quotaBackendBytes) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name == 'ETCD_QUOTA_BACKEND_BYTES')",message="maintenance.quotaBackendBytes and an ETCD_QUOTA_BACKEND_BYTES entry in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenance) || !has(self.maintenance.autoCompaction) || !has(self.pod) || !has(self.pod.etcdEnv) || !self.pod.etcdEnv.exists(e, e.name.startsWith('ETCD_AUTO_COMPACTION_'))",message="maintenance.autoCompaction and ETCD_AUTO_COMPACTION_* entries in pod.etcdEnv cannot both be set (etcd refuses a flag and its variable together): keep one"
+// +kubebuilder:validation:XValidation:rule="!has(self.survivorRecovery) || (has(self.pod) && has(self.pod.persistentVolumeClaimSpec))",message="survivorRecovery brings a cluster back from the data its surviving members keep on their volumes: only a cluster with pod.persistentVolumeClaimSpec has any (use recovery, from a backup, for emptyDir members)"
 // +kubebuilder:validation:XValidation:rule="!has(self.hibernate) || !self.hibernate || (has(self.pod) && has(self.pod.persistentVolumeClaimSpec))",message="hibernate stops every member and keeps their data on their volumes: only a cluster with pod.persistentVolumeClaimSpec can hibernate (emptyDir members would lose everything)"
 type ClusterSpec struct {
 	// size is the number of members the cluster should have. The operator adds or removes one
@@ -139,6 +140,13 @@ type ClusterSpec struct {
 	// after 300 s; see MemberReplacementSpec.
 	// +optional
 	MemberReplacement *MemberReplacementSpec `json:"memberReplacement,omitempty"`
+
+	// survivorRecovery, when set, lets the operator bring a cluster with volumes back from its
+	// surviving minority once the volumes of a majority of its members are gone: the survivor
+	// with the newest data is restarted alone with --force-new-cluster and the cluster grows
+	// back from it. Off by default; see SurvivorRecoverySpec and docs/runbooks/quorum-loss.md.
+	// +optional
+	SurvivorRecovery *SurvivorRecoverySpec `json:"survivorRecovery,omitempty"`
 }
 
 // BootstrapSpec says how the first member of a cluster is made.
@@ -254,6 +262,11 @@ type ClusterStatus struct {
 	// how much data was lost.
 	// +optional
 	LastRecovery *RecoveryRecord `json:"lastRecovery,omitempty"`
+
+	// lastSurvivorRecovery, on a cluster that spec.survivorRecovery brought back from a
+	// surviving member, says which member was kept, at which revision, and why.
+	// +optional
+	LastSurvivorRecovery *SurvivorRecoveryRecord `json:"lastSurvivorRecovery,omitempty"`
 
 	// replacedVolumes are the kept volumes of members the operator replaced
 	// (spec.memberReplacement): no member uses them; delete one when you no longer need its
