@@ -57,6 +57,9 @@ func TestBench(t *testing.T) {
 
 	t.Run("create", func(t *testing.T) { benchCreate(t, f, rep) })
 	t.Run("day2", func(t *testing.T) { benchDay2(t, f, rep) })
+	if day2Extra() { // the CI smoke leaves it out: e2e TestQuorumFromSurvivor runs the same path
+		t.Run("quorum", func(t *testing.T) { benchQuorum(t, f, rep) })
+	}
 	for _, size := range benchutil.Sizes(t, "BENCH_SIZES", "64MiB,256MiB,1GiB") {
 		t.Run(benchutil.SizeName(size), func(t *testing.T) { benchRestore(t, f, rep, size) })
 	}

@@ -23,7 +23,7 @@ import (
 // least the API allows, and part of the figure.
 const replaceAfter = 30
 
-// day2Extra reports whether the roll and corrupt-member figures run: BENCH_DAY2_EXTRA=0 leaves
+// day2Extra reports whether the roll, corrupt-member and quorum figures run: BENCH_DAY2_EXTRA=0 leaves
 // them out (the CI smoke, for time: the e2e suite runs the same paths, TestRollingSpecChange
 // and TestCorruptMemberReplaced).
 func day2Extra() bool { return os.Getenv("BENCH_DAY2_EXTRA") != "0" }
