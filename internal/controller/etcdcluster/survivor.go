@@ -46,8 +46,11 @@ func (r *Reconciler) recoverFromSurvivors(ctx context.Context, c *etcdv1beta2.Et
 	}
 	plan, why := cluster.PlanSurvivorRecovery(obs.Observed, volumes, forced)
 	if why != "" {
+		// Looked at again sooner than other lost quorums: right after a loss the survivor
+		// still follows the dead leader for an election timeout, and a survivor's pod may be
+		// starting; the wait of afterSeconds starts only once the plan holds.
 		r.dataLostSince.Delete(key)
-		return requeueQuorumLost, "no recovery from the survivors: " + why, nil
+		return requeueEtcdWait, "no recovery from the survivors: " + why, nil
 	}
 	// Since when this process has seen the majority's volumes gone (an operator restart starts
 	// over: it waits longer, never shorter).
