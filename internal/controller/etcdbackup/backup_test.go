@@ -201,11 +201,11 @@ func TestFailures(t *testing.T) {
 // the revision crosses 99 -> 100 and 999 -> 1000: retention keeps the two newest backups by
 // parsed time and revision and the status follows the newest.
 func TestPeriodicBackup(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	snapshottest.Put(t, cli, "/a/", 96, 16) // revision 97
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	b := newBackup(ns, "periodic", []string{e.Endpoint}, bucket, "cluster/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 2}
@@ -288,10 +288,10 @@ func gauge(t *testing.T, name, ns, cluster string) float64 {
 // TestOneShotBackupClientTLS backs up an etcd that requires client certificates, with
 // clientTLSSecret in the coreos format.
 func TestOneShotBackupClientTLS(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	certs := snapshottest.NewCerts(t)
 	e := snapshottest.StartEtcdTLS(t, certs)
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "creds", bucket.Secret)
 	createSecret(t, ns, "etcd-client", certs.SecretData())
 	b := newBackup(ns, "tls", []string{e.Endpoint}, bucket, "etcd.backup", "creds")
@@ -306,12 +306,12 @@ func TestOneShotBackupClientTLS(t *testing.T) {
 // TestOneShotBackupAuth backs up an etcd with authentication on, with the root user's
 // credentials from auth.secretName; without them the backup fails with AuthFailed and writes nothing.
 func TestOneShotBackupAuth(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	snapshottest.Put(t, cli, "/k/", 20, 64)
 	snapshottest.EnableAuth(t, cli, "s3cret")
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "creds", bucket.Secret)
 	createSecret(t, ns, "etcd-root", map[string][]byte{"username": []byte("root"), "password": []byte("s3cret")})
 

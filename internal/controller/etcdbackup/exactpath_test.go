@@ -18,10 +18,10 @@ import (
 // object (a file the user put there, or another EtcdBackup's backup at a re-used path) fails
 // with ObjectExists and leaves the object as it was. (Before, it silently replaced it.)
 func TestOneShotBackupNeverOverwrites(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/k/", 50, 64)
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "creds", bucket.Secret)
 
 	first := newBackup(ns, "first", []string{e.Endpoint}, bucket, "db/etcd.backup", "creds")

@@ -38,9 +38,9 @@ func putObjects(t *testing.T, ns string, spec *etcdv1beta2.BackupSpec, keys ...s
 // TestLegacyBackupsRetained: a prefix one cluster used before keys named their cluster is
 // cleaned up as before: its legacy backups count as the cluster's and age out with maxBackups.
 func TestLegacyBackupsRetained(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	b := newBackup(ns, "periodic", []string{e.Endpoint}, bucket, "old/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 3600, MaxBackups: 1}
@@ -59,9 +59,9 @@ func TestLegacyBackupsRetained(t *testing.T) {
 // backups may be anyone's: retention leaves them alone and says so in one Warning event, not one
 // per run.
 func TestLegacyBackupsAmbiguous(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	createSecret(t, ns, "aws", bucket.Secret)
 	b := newBackup(ns, "periodic", []string{e.Endpoint}, bucket, "mixed/etcd.backup", "aws")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 1, MaxBackups: 1}

@@ -20,10 +20,10 @@ import (
 // (maxBackups 1) takes the older backup out of the listing, but its locked version stays
 // in the bucket, whole.
 func TestObjectLockBackups(t *testing.T) {
+	bucket := storagetest.NewS3LockBucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/k/", 100, 512)
 	ns := namespace(t)
-	bucket := storagetest.NewS3LockBucket(t)
 	createSecret(t, ns, "creds", bucket.Secret)
 	b := newBackup(ns, "locked", []string{e.Endpoint}, bucket, "db/etcd.backup", "creds")
 	b.Spec.S3.ObjectLock = &etcdv1beta2.S3ObjectLock{Mode: etcdv1beta2.S3ObjectLockCompliance, RetainDays: 2}

@@ -27,10 +27,10 @@ import (
 // agent, given the location as the restore operator hands it over (encoded, its Secret mounted
 // as the seed pod mounts it), fetches, verifies and restores that object.
 func TestOSSBackupAndRestoreFetch(t *testing.T) {
+	bucket := storagetest.NewOSSBucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/k/", 200, 1024)
 	ns := namespace(t)
-	bucket := storagetest.NewOSSBucket(t)
 	createSecret(t, ns, "my-oss-credentials", bucket.Secret)
 	create(t, newBackup(ns, "oss-once", []string{e.Endpoint}, bucket, "etcd.backup", "my-oss-credentials"))
 	b := waitPhase(t, ns, "oss-once", etcdv1beta2.BackupPhaseCompleted, 60*time.Second)
@@ -82,11 +82,11 @@ func TestOSSBackupAndRestoreFetch(t *testing.T) {
 // TestOSSPeriodicRetention: the coreos periodic form on OSS keys each backup by time and
 // revision under the path and keeps maxBackups of them, as for S3.
 func TestOSSPeriodicRetention(t *testing.T) {
+	bucket := storagetest.NewOSSBucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	snapshottest.Put(t, cli, "/a/", 10, 16)
 	ns := namespace(t)
-	bucket := storagetest.NewOSSBucket(t)
 	createSecret(t, ns, "oss", bucket.Secret)
 	b := newBackup(ns, "oss-periodic", []string{e.Endpoint}, bucket, "cluster/etcd.backup", "oss")
 	b.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 1, MaxBackups: 2}

@@ -54,8 +54,8 @@ func waitKstatus(t *testing.T, ns, name, want string, timeout time.Duration) {
 // is Reconciling; one that failed for good is Stalled with the failure's reason. Every outcome
 // carries observedGeneration, so kstatus-based tools trust it.
 func TestReadyCondition(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
-	bucket := storagetest.NewS3Bucket(t)
 	ns := namespace(t)
 	createSecret(t, ns, "creds", bucket.Secret)
 

@@ -60,10 +60,10 @@ func startTarpit(t *testing.T) *tarpit {
 // namespace) ever reached the store. Before the worker pool, the stalled backups held both
 // reconcile workers and the other namespace waited a minute.
 func TestStalledStoreHoldsOnlyItsTenantsShare(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/k/", 50, 1024)
 	tp := startTarpit(t)
-	bucket := storagetest.NewS3Bucket(t)
 	stalled, other := namespace(t), namespace(t)
 	createSecret(t, stalled, "creds", bucket.Secret)
 	createSecret(t, other, "creds", bucket.Secret)

@@ -22,10 +22,10 @@ import (
 // backup and every segment as zstd+age objects (nothing in the clear in the bucket), and the
 // capture read back through the store holds every revision once, also after a stop and resume.
 func TestEncodedCapture(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)

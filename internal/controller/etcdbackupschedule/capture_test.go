@@ -41,10 +41,10 @@ func capturing(s *etcdv1beta2.EtcdBackupSchedule) string {
 //   - when etcd compacted the revisions the capture needs, it starts a new full backup and
 //     continues that one, and retention then deletes the segments no backup kept needs.
 func TestContinuousCapture(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
 		t.Fatal(err)
 	}

@@ -51,10 +51,10 @@ func readyReason(s *etcdv1beta2.EtcdBackupSchedule) string {
 // EtcdBackup that the backup controller completes; history keeps 2 EtcdBackups, retention 3
 // objects; a 5 h outage makes up only the newest run; editing the schedule takes effect.
 func TestScheduleRunsHistoryRetention(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	cli := e.Client(t)
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
 		t.Fatal(err)
 	}

@@ -131,10 +131,10 @@ func hasEvent(t *testing.T, ns, reason, contains string) bool {
 // once it finished; lastDrill, DrillPassed and events follow a passed and a failed drill; the
 // oldest finished drill beyond historyLimit is deleted once its scratch cluster is gone.
 func TestScheduledDrill(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	snapshottest.Put(t, e.Client(t), "/drill/", 100, 16)
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
 		t.Fatal(err)
 	}

@@ -65,9 +65,9 @@ func updateSchedule(t *testing.T, ns, name string, change func(s *etcdv1beta2.Et
 // Stalled nor Reconciling while suspended; Stalled with InvalidSchedule when it cannot parse.
 // status.observedGeneration follows every spec change, suspended or not.
 func TestReadyCondition(t *testing.T) {
+	bucket := storagetest.NewS3Bucket(t) // first: without the object stores the test skips before starting etcd
 	e := snapshottest.StartEtcd(t, "")
 	ns := namespace(t)
-	bucket := storagetest.NewS3Bucket(t)
 	if err := k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws"}, Data: bucket.Secret}); err != nil {
 		t.Fatal(err)
 	}
