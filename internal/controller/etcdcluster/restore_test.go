@@ -377,9 +377,6 @@ func TestReplacedClusterStopsAtOnce(t *testing.T) {
 		if replaced {
 			c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: "restore-uid"}
 		}
-		// The member pod exists before the operator's first active pass, which would otherwise
-		// make its own seed c-0 (under load, before the test could make its own).
-		c.Spec.Paused = true
 		if err := k8s.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +392,6 @@ func TestReplacedClusterStopsAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false })
 		if err := k8s.Delete(ctx, c); err != nil {
 			t.Fatal(err)
 		}

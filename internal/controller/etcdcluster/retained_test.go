@@ -347,9 +347,6 @@ func TestReplacedClusterOnVolumesStoppedBeforeItsDeletion(t *testing.T) {
 			t.Parallel()
 			ns := namespace(t, "nokubelet-prestop")
 			c := withPVC(newCluster(ns, "c", 1))
-			// The member's volume and pod exist before the operator's first active pass, which
-			// would otherwise make them itself (under load, before the test could).
-			c.Spec.Paused = true
 			if err := k8s.Create(ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -366,7 +363,6 @@ func TestReplacedClusterOnVolumesStoppedBeforeItsDeletion(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false })
 			r1 := replacingRestore(t, ns, "r1")
 			updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
 				c.Annotations = map[string]string{etcdv1beta2.AnnotationReplacedBy: r1, etcdv1beta2.AnnotationReplacedByName: "r1"}
