@@ -18,7 +18,6 @@ import (
 // operator (Degraded AuthFailed, a Warning event) without a member removed, replaced or added,
 // and the cluster is Available again once the Secret is right.
 func TestAuth(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "auth")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-root"}, Type: corev1.SecretTypeBasicAuth,

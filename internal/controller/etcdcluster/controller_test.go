@@ -22,7 +22,6 @@ import (
 
 // In "nokubelet-" namespaces pods stay Pending, as in plain envtest.
 func TestCreatesServicesAndSeed(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-create")
 	c := newCluster(ns, "c", 3)
@@ -84,7 +83,6 @@ func TestCreatesServicesAndSeed(t *testing.T) {
 }
 
 func TestPausedChangesNothing(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-paused")
 	c := newCluster(ns, "c", 1)
@@ -144,7 +142,6 @@ func waitConverged(t *testing.T, ns string, f *fakeEtcd, size int) {
 }
 
 func TestGrowsAndShrinksOneAtATime(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "grow", 3)
 	c := getCluster(t, ns, "c")
 	if c.Status.Phase != etcdv1beta2.ClusterPhaseRunning || c.Status.Size != 3 || c.Status.ClusterID == "" || c.Status.CurrentVersion != "3.6.16" {
@@ -178,7 +175,6 @@ func TestGrowsAndShrinksOneAtATime(t *testing.T) {
 }
 
 func TestFailpointAfterMemberAddConverges(t *testing.T) {
-	// Not parallel: the failpoint fires at the next member add of any cluster.
 	ns, f := grown(t, "failpoint", 1)
 	failAfterAdd.Store(true)
 	hits := failpointHit.Load()
@@ -194,7 +190,6 @@ func TestFailpointAfterMemberAddConverges(t *testing.T) {
 }
 
 func TestDeadMemberReplaced(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "dead", 3)
 	if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-1"}}); err != nil {
 		t.Fatal(err)
@@ -209,7 +204,6 @@ func TestDeadMemberReplaced(t *testing.T) {
 }
 
 func TestQuorumLostDeletesNothing(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "quorum", 3)
 	f.kill("c-1", "c-2")
 	testutil.Eventually(t, testutil.Timeout, "QuorumLost", testutil.NoError(func() error {
@@ -236,7 +230,6 @@ func TestQuorumLostDeletesNothing(t *testing.T) {
 }
 
 func TestAdoptsRestoreSeed(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "adopt")
 	c := newCluster(ns, "c", 2)
@@ -286,7 +279,6 @@ func contractSeed(t *testing.T, c *etcdv1beta2.EtcdCluster, name, version string
 // asks for 3.5 (a downgrade admission cannot see): Upgrading=False UnsupportedUpgrade, and the
 // members the operator adds keep running the seed's 3.6.
 func TestUnsupportedUpgradeChangesNothing(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "downgrade")
 	c := newCluster(ns, "c", 2)
@@ -318,7 +310,6 @@ func TestUnsupportedUpgradeChangesNothing(t *testing.T) {
 // TestFailedRestoreSaysHowToRetry: a cluster whose seeding EtcdRestore failed says so, with the
 // restore's reason and how to retry, instead of waiting for a seed that never comes.
 func TestFailedRestoreSaysHowToRetry(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "restorefailed")
 	c := newCluster(ns, "c", 3)

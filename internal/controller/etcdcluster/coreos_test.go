@@ -45,7 +45,6 @@ func coreosPod(c *etcdv1beta2.EtcdCluster, name, version string) *corev1.Pod {
 // its own: within two passes it had deleted two of the three coreos pods and started an
 // "upgrade" of the cluster to its default etcd version.
 func TestCoreosClusterIsLeftAlone(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "coreos")
 	c := newCluster(ns, "c", 3)

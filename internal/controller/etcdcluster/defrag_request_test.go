@@ -50,7 +50,6 @@ func waitRequestHandled(t *testing.T, ns string, f *fakeEtcd, value string, want
 // threshold), and records the value as handled; the same value again, over more passes, does
 // nothing; a new value runs a new round.
 func TestRequestedDefragmentation(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "defrag-req", 3)
 	if got := defragmented(f); len(got) != 0 {
 		t.Fatalf("defragmented %v before any request", got)
@@ -73,7 +72,6 @@ func TestRequestedDefragmentation(t *testing.T) {
 // TestRequestedDefragmentationMalformed: a value that is not an RFC 3339 time is refused with one
 // Warning event and a message in status, and nothing is defragmented, however many passes follow.
 func TestRequestedDefragmentationMalformed(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "defrag-bad", 3)
 	requestDefragmentation(t, ns, "yesterday at noon")
 	testutil.Eventually(t, testutil.Timeout, "the request refused", testutil.NoError(func() error {
@@ -97,7 +95,6 @@ func TestRequestedDefragmentationMalformed(t *testing.T) {
 // TestRequestedDefragmentationHeld: while a member is down the requested round stays pending,
 // says what it waits for, and defragments nothing; once the member is back, it runs.
 func TestRequestedDefragmentationHeld(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "defrag-held", 3)
 	f.kill("c-1")
 	testutil.Eventually(t, testutil.Timeout, "c-1 seen down", testutil.NoError(func() error {

@@ -38,7 +38,6 @@ func getPDB(ns string) (*policyv1.PodDisruptionBudget, error) {
 // follows spec.size (3: one voluntary disruption, 1: none), and its members prefer distinct
 // nodes.
 func TestDisruptionBudgetAndSpread(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns, f := grown(t, "pdb", 3)
 	c := getCluster(t, ns, "c")
@@ -82,7 +81,6 @@ func TestDisruptionBudgetAndSpread(t *testing.T) {
 // TestForeignDisruptionBudgetNotTakenOver: a PodDisruptionBudget named like the cluster that
 // the cluster does not control stays as it is; the cluster still runs and says NotOwned.
 func TestForeignDisruptionBudgetNotTakenOver(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "pdbforeign")
 	theirs := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
@@ -113,7 +111,6 @@ func TestForeignDisruptionBudgetNotTakenOver(t *testing.T) {
 // volume exists (the restore operator made it) but its pod does not yet: the operator waits
 // and never starts a plain empty member on that volume.
 func TestSeedVolumeWithoutPodGetsNoPlainMember(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "seedrace")
 	c := withPVC(newCluster(ns, "c", 3))

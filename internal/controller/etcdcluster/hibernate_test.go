@@ -19,7 +19,6 @@ import (
 // says Hibernated (phase, condition, Ready False as Idle) and nothing else is changed while it
 // sleeps. Waking brings the same members back on the same volumes.
 func TestHibernateAndWake(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "hibernate")
 	if err := k8s.Create(ctx, withPVC(newCluster(ns, "c", 3))); err != nil {

@@ -51,7 +51,6 @@ func grownWithQuota(t *testing.T, base, quota string) (string, *fakeEtcd) {
 // history compacted, the followers and then the leader defragmented, the alarm cleared and the
 // cluster healthy again; nothing else changes (same members).
 func TestNoSpaceRecovered(t *testing.T) {
-	t.Parallel()
 	ns, f := grownWithQuota(t, "nospace", "100Mi")
 	before := memberNames(f, false)
 	fillUp(f, 100*mib, 98*mib, 20*mib)
@@ -86,7 +85,6 @@ func TestNoSpaceRecovered(t *testing.T) {
 // 100 MiB) between two passes, only the alarm poller brings the pass (seed 867144199 waited
 // 52 s before it).
 func TestNoSpaceSeenSoon(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		size, use int64
@@ -95,7 +93,6 @@ func TestNoSpaceSeenSoon(t *testing.T) {
 		{"farquota", 10 * mib, 8 * mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			ns, f := grownWithQuota(t, tc.name, "100Mi")
 			f.set(func(f *fakeEtcd) {
 				for _, m := range f.members {
@@ -131,7 +128,6 @@ func TestNoSpaceSeenSoon(t *testing.T) {
 // TestNoSpaceQuotaTooSmall: when the data itself fills the quota, the alarm stays and the
 // cluster is Degraded with QuotaExceeded (Ready False, Stalled): nobody is told all is well.
 func TestNoSpaceQuotaTooSmall(t *testing.T) {
-	t.Parallel()
 	ns, f := grownWithQuota(t, "quota", "100Mi")
 	fillUp(f, 100*mib, 95*mib, 95*mib)
 	anotherPass(t, ns)
@@ -153,7 +149,6 @@ func TestNoSpaceQuotaTooSmall(t *testing.T) {
 // TestScheduledDefragmentation: a due round defragments every member once, the leader last,
 // and records the round; fragmentation under the threshold defragments nothing on its own.
 func TestScheduledDefragmentation(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "defrag", 3)
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
 		c.Spec.Maintenance = &etcdv1beta2.MaintenanceSpec{Defragmentation: &etcdv1beta2.DefragmentationSpec{Schedule: "@hourly"}}
@@ -207,7 +202,6 @@ func TestMaintenancePolicy(t *testing.T) {
 // only where nothing asks for it: auto-compaction in Revision mode keeps its last revisions, and
 // the unfinished restore that seeds the cluster keeps the revision it verifies at.
 func TestNoSpaceCompactionKeepsHistory(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nospace-keep")
 	rs := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Spec: etcdv1beta2.RestoreSpec{

@@ -26,7 +26,6 @@ import (
 // status.replacedVolumes), the other members' pods and volumes are untouched, a Warning event
 // says why; once a retention is set and has passed, the kept volume is deleted.
 func TestUnhealthyMemberReplaced(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "replace")
 	c := withPVC(newCluster(ns, "c", 3))

@@ -54,7 +54,6 @@ func exists(t *testing.T, ns, name string) error {
 // (serializable) view, a pod and volume without member are not deleted and no member is
 // removed on scale-down; once the list is linearizable again, both steps happen.
 func TestSerializableListChangesNothing(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "serializable")
 	if err := k8s.Create(ctx, withPVC(newCluster(ns, "c", 3))); err != nil {
@@ -95,7 +94,6 @@ func TestSerializableListChangesNothing(t *testing.T) {
 // TestClusterIDMismatchChangesNothing: members that answer with another cluster ID than the
 // recorded one are not acted on: a member whose pod is gone is not removed.
 func TestClusterIDMismatchChangesNothing(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns, f := grown(t, "clusterid", 3)
 	recorded := getCluster(t, ns, "c").Status.ClusterID
@@ -131,7 +129,6 @@ func TestClusterIDMismatchChangesNothing(t *testing.T) {
 // TestDialsOnlyOwnURLsAndChecksWhoAnswers: the operator never dials the client URLs members
 // advertise, and a member whose URL is answered by another member counts as down.
 func TestDialsOnlyOwnURLsAndChecksWhoAnswers(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "dial", 3)
 	for _, u := range f.dialedURLs() {
 		if !strings.HasSuffix(u, ".c."+ns+".svc:2379") || strings.Contains(u, "advertised") {
@@ -156,7 +153,6 @@ func TestDialsOnlyOwnURLsAndChecksWhoAnswers(t *testing.T) {
 // learn nothing. The cluster waits, saying etcd does not answer, and forms once the kubelet
 // reports the container started.
 func TestUnstartedEtcdNotDialed(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nostart-dial")
 	if err := k8s.Create(ctx, newCluster(ns, "c", 1)); err != nil {

@@ -58,7 +58,6 @@ func foreignPVC(ns, name string, owners []metav1.OwnerReference) *corev1.Persist
 // the same name (controlled by its old UID) are neither members, nor deleted, nor reused: the
 // new cluster seeds itself under a name none of them holds.
 func TestRecreatedClusterLeavesOldIncarnationAlone(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "recreated")
 	old := ownedBy("c", "old-incarnation-uid")
@@ -101,10 +100,6 @@ func TestRecreatedClusterLeavesOldIncarnationAlone(t *testing.T) {
 // is not patched or adopted; the cluster says NotOwned (with one Warning event) and creates
 // nothing until it is gone.
 func TestForeignServiceNotTakenOver(t *testing.T) {
-	// Not parallel: no watch reports the foreign Service's removal, so the seed must come
-	// from the pass requeueBlocked brings; under the load of the parallel tests, a late pass
-	// set off by anotherPass could come after the removal and hide whether that re-check
-	// happens (TestMemberRefusedByAdmission).
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-svc")
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "c-client", Namespace: ns, Labels: map[string]string{"team": "b"}},
@@ -213,7 +208,6 @@ func warningEvents(ns, reason string, count int32) error {
 // an owner reference to the EtcdRestore) is adopted and loses that reference, so deleting the
 // finished EtcdRestore cannot garbage-collect the running member.
 func TestLegacySeedAdopted(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "legacy")
 	c := newCluster(ns, "c", 2)
@@ -240,7 +234,6 @@ func TestLegacySeedAdopted(t *testing.T) {
 // member's name that the cluster does not control is not mounted, and a volume re-owned since
 // it was observed (an in-place restore retaining it) is not deleted.
 func TestMemberObjectsOfOthersNeverUsed(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-objects")
 	c := withPVC(newCluster(ns, "c", 1))

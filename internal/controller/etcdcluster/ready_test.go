@@ -47,7 +47,6 @@ func waitKstatus(t *testing.T, ns, want string) {
 // Reconciling (the operator is still creating it); paused, it is Ready=False PausedByUser and
 // neither Reconciling nor Stalled.
 func TestReadyWhileCreatingAndPaused(t *testing.T) {
-	t.Parallel()
 	ns := namespace(t, "nokubelet-ready")
 	if err := k8s.Create(context.Background(), newCluster(ns, "c", 3)); err != nil {
 		t.Fatal(err)
@@ -60,7 +59,6 @@ func TestReadyWhileCreatingAndPaused(t *testing.T) {
 // TestReadyFollowsTheCluster: Ready turns True once all members run, follows a spec change
 // (observedGeneration), and turns False with Stalled when quorum is lost.
 func TestReadyFollowsTheCluster(t *testing.T) {
-	t.Parallel()
 	ns, f := grown(t, "ready", 3)
 	waitKstatus(t, ns, "Ready=True/ClusterHealthy Reconciling=<none> Stalled=<none>")
 	if msg := meta.FindStatusCondition(getCluster(t, ns, "c").Status.Conditions, "Ready").Message; msg != "3 of 3 members ready, running etcd 3.6.16" {

@@ -40,7 +40,6 @@ func deleteAllPods(t *testing.T, ns string, names ...string) {
 // gone with their data is restored from its schedule's newest backup, once, and only then:
 // not while a member pod exists, not before afterSeconds, not without a successful backup.
 func TestAutomaticRecovery(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns, f := grown(t, "recovery", 3)
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
@@ -123,7 +122,6 @@ func TestAutomaticRecovery(t *testing.T) {
 // that is not this cluster's own backup or that is older than maxBackupAgeSeconds; each time
 // QuorumLost says why.
 func TestAutomaticRecoveryOnlyFromItsOwnRecentBackup(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns, f := grown(t, "recovery-own", 3)
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
@@ -231,7 +229,6 @@ func degradedMsg(c *etcdv1beta2.EtcdCluster) string {
 
 // TestRecoveryRecorded: a cluster seeded by an automatic recovery's restore records the loss.
 func TestRecoveryRecorded(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "recorded")
 	lost := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)

@@ -23,11 +23,6 @@ import (
 // members are created with no other change. This is what a restore into a new name learns
 // instead of the restore operator's server-side dry run, which needed pod create rights.
 func TestMemberRefusedByAdmission(t *testing.T) {
-	// Not parallel with the other tests: nothing watched changes when the namespace's level
-	// does, so the members must come from the pass requeueBlocked brings. Under the load of
-	// the parallel tests, a late pass set off by the cluster's own first changes (Services,
-	// status) came after the level changed and hid whether that re-check happens. Its two
-	// cases still run at once.
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -37,7 +32,6 @@ func TestMemberRefusedByAdmission(t *testing.T) {
 		{"restored", func(ns string) *etcdv1beta2.EtcdCluster { return sourceCluster(ns, 3) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			ns := namespace(t, "nokubelet-refused")
 			setPodSecurity(t, ns, "restricted")
 			c := tc.cluster(ns)

@@ -73,7 +73,6 @@ func newestCluster(ns string, bk *storagetest.Bucket, prefix string, size int32)
 // and named. The choice is recorded before any member exists, and every member restores
 // exactly that object (its sha256 and size pinned).
 func TestNewestSourceRestoresTheNewestVerifiedBackup(t *testing.T) {
-	t.Parallel()
 	ns := namespace(t, "nokubelet-newest")
 	bk, b := prefixStore(t, ns)
 	t0 := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
@@ -118,7 +117,6 @@ func TestNewestSourceRestoresTheNewestVerifiedBackup(t *testing.T) {
 // NoSuccessfulBackup, naming the other clusters whose backups are there); once a backup of it
 // lands, the next attempt (SelectRetry, 2 s in this suite) restores it.
 func TestNewestSourceWaitsForABackup(t *testing.T) {
-	t.Parallel()
 	ns := namespace(t, "nokubelet-newest")
 	bk, b := prefixStore(t, ns)
 	putBackup(t, b, "etcd/backups", snapshot.Identity{Namespace: "other-team", Cluster: "c", ClusterID: 0xb2}, 400, time.Now().UTC(), 1000, false)
@@ -155,7 +153,6 @@ func TestNewestSourceWaitsForABackup(t *testing.T) {
 // every member replays exactly to that revision. A point the capture does not reach creates
 // nothing and says NotCaptured.
 func TestPointInTimeSourceResolvesOneRevision(t *testing.T) {
-	t.Parallel()
 	ns := namespace(t, "nokubelet-pitr")
 	bk, b := prefixStore(t, ns)
 	t0 := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)

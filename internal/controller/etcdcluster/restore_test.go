@@ -140,7 +140,6 @@ func restoredCondition(t *testing.T, ns string) *metav1.Condition {
 // they run, the cluster is verified member by member against what the restore reported and only
 // then is it Available, with Restored=True and the figures in status.restore.
 func TestBuildsMembersFromSource(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-restore")
 	c := sourceCluster(ns, 3)
@@ -193,7 +192,6 @@ func TestBuildsMembersFromSource(t *testing.T) {
 // backup restored leaves the cluster Restored=False VerificationFailed and not Available, and
 // nothing is deleted (it formed: it may hold writes).
 func TestRestoredMemberMismatchIsNeverAvailable(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-mismatch")
 	c := sourceCluster(ns, 3)
@@ -237,7 +235,6 @@ func TestRestoredMemberMismatchIsNeverAvailable(t *testing.T) {
 // cluster says why (Restored=False with the step's reason, Degraded RestoreFailed), and no pod
 // is created again.
 func TestRestoreFailingBeforeFormationStopsEveryMember(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-corrupt")
 	c := sourceCluster(ns, 3)
@@ -271,7 +268,6 @@ func TestRestoreFailingBeforeFormationStopsEveryMember(t *testing.T) {
 // the name of a member to restore and looking like one that restored and runs, is neither
 // taken for that member nor touched; the restore fails SeedConflict and creates nothing.
 func TestForeignPodAtAMemberNameStopsTheRestore(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-foreign")
 	stranger := member.NewPod(sourceCluster(ns, 1), "c-0", "3.6.16", "new", "")
@@ -306,7 +302,6 @@ func TestForeignPodAtAMemberNameStopsTheRestore(t *testing.T) {
 // revision, so the restore step reports none; the seed, running on the restored data, says
 // which revision it serves and what it holds there, and every member is checked at it.
 func TestEmptyBackupIsVerifiedAtTheSeedsRevision(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-empty")
 	c := sourceCluster(ns, 3)
@@ -337,7 +332,6 @@ func TestEmptyBackupIsVerifiedAtTheSeedsRevision(t *testing.T) {
 // on the restored data, it may serve writes: a member whose restore then fails for good has only
 // its own pod stopped; the others are left running.
 func TestMemberFailingAfterQuorumRunsIsReplaced(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-late")
 	c := sourceCluster(ns, 3)
@@ -368,7 +362,6 @@ func TestMemberFailingAfterQuorumRunsIsReplaced(t *testing.T) {
 // has its member pods deleted with a one-second grace period by the etcd operator; pods it does
 // not control are not touched, nor are the pods of a cluster deleted without the annotation.
 func TestReplacedClusterStopsAtOnce(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	for _, replaced := range []bool{true, false} {
 		ns := namespace(t, "nokubelet-replaced")

@@ -70,7 +70,6 @@ func getVolume(t *testing.T, ns, name string) (*corev1.PersistentVolumeClaim, er
 // garbage collector) and deleting the EtcdRestore both leave them. A volume the cluster does
 // not control is not touched, and without the mark nothing changes.
 func TestReplacedClusterVolumesAreRetained(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-retain")
 	c := newCluster(ns, "c", 2)
@@ -124,7 +123,6 @@ func TestReplacedClusterVolumesAreRetained(t *testing.T) {
 // for another restore, or by an earlier incarnation of the same restore name (another UID), or
 // that someone took over since, stays; before the mark, nothing is deleted.
 func TestRetainedVolumesReleasedOnlyForTheVerifyingRestore(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-release")
 	c := newCluster(ns, "c", 1)
@@ -188,7 +186,6 @@ func TestRetainedVolumesReleasedOnlyForTheVerifyingRestore(t *testing.T) {
 // etcd operator only when the person's opt-in, copied by the restore operator, is on the
 // cluster; a stuck pod the cluster does not control never is.
 func TestStuckPodsOfAReplacedClusterForceDeletedOnlyOnRequest(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-stuck")
 	c := newCluster(ns, "c", 1)
@@ -257,7 +254,6 @@ func TestStuckPodsOfAReplacedClusterForceDeletedOnlyOnRequest(t *testing.T) {
 // retained for the restore that made the cluster, and records the restore's UID instead: a
 // later deletion of the restore leaves them, and its release still finds them.
 func TestRetainedVolumesOfThePreviousReleaseLoseTheirOwner(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "nokubelet-legacyretained")
 	c := newCluster(ns, "prod", 1)
@@ -290,8 +286,6 @@ func TestRetainedVolumesOfThePreviousReleaseLoseTheirOwner(t *testing.T) {
 // replaced by a restore, so the restore's next steps (its volumes retained, then the same name
 // re-created and built) do not wait for that timeout.
 func TestPassOfALeavingClusterIsAbandoned(t *testing.T) {
-	// Not parallel: the hung pass holds one of the controller's workers for up to
-	// EtcdRequestTimeout, and the test bounds the time the next pass takes.
 	ctx := context.Background()
 	ns := namespace(t, "abandon")
 	if err := k8s.Create(ctx, withPVC(newCluster(ns, "c", 1))); err != nil {
@@ -340,11 +334,9 @@ func TestPassOfALeavingClusterIsAbandoned(t *testing.T) {
 // the mark is cancelled, the volumes are given back (the cluster controls them again, the
 // retained marks gone) and the marks leave the cluster.
 func TestReplacedClusterOnVolumesStoppedBeforeItsDeletion(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	for _, cancel := range []string{"deleted", "failed"} {
 		t.Run(cancel, func(t *testing.T) {
-			t.Parallel()
 			ns := namespace(t, "nokubelet-prestop")
 			c := withPVC(newCluster(ns, "c", 1))
 			if err := k8s.Create(ctx, c); err != nil {

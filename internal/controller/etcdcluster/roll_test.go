@@ -97,10 +97,8 @@ func playDisruptionController(ctx context.Context, t *testing.T, ns string) {
 // runs the cluster lists the outdated members and Rolling is True; afterwards nothing is
 // outdated and Rolling is False.
 func TestRollingSpecChange(t *testing.T) {
-	t.Parallel()
 	for _, pvc := range []bool{true, false} {
 		t.Run(fmt.Sprintf("volumes=%t", pvc), func(t *testing.T) {
-			t.Parallel()
 			var ns string
 			var f *fakeEtcd
 			if pvc {

@@ -2,10 +2,8 @@ package etcdcluster
 
 import (
 	"context"
-	"flag"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,42 +37,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	defaultParallel(suiteParallel)
 	os.Exit(runSuite(m))
-}
-
-// suiteParallel is how many of the suite's parallel tests run at once unless -parallel says
-// otherwise. They spend their time waiting for the reconciler's requeue intervals (seconds, as
-// in production), not on the CPU: go test's default, GOMAXPROCS (2 in CI), would run them
-// nearly one after the other. Each runs in its own namespace with its own fake etcd. The few
-// that change what every cluster sees (the failpoint, a pass hung on etcd holding a worker),
-// or that need a quiet controller to tell a requeue from a late pass, do not call t.Parallel:
-// go test runs those first, one at a time, before all the parallel ones.
-const suiteParallel = 16
-
-// suiteWorkers is the suite's --max-concurrent-reconciles (2 by default).
-const suiteWorkers = 8
-
-// defaultParallel sets -test.parallel to n unless the command line set it.
-func defaultParallel(n int) {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(n))
-	}
 }
 
 func runSuite(m *testing.M) int {
 	return testutil.RunManagerSuite(m, func(ctx context.Context, env *testutil.Env, mgr ctrl.Manager) error {
 		k8s = env.Client
-		opts := options.New("etcd-operator")
-		// The parallel tests' clusters do not queue behind each other: a pass that a test's
-		// change (or the cluster's own status patch) sets off comes about as soon as in
-		// production, and not after a test moved on, so tests that wait for a requeue see
-		// that requeue rather than a late pass.
-		opts.MaxConcurrentReconciles = suiteWorkers
-		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("etcd-operator"), Options: opts,
+		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("etcd-operator"), Options: options.New("etcd-operator"),
 			NewEtcdClient: func(cfg cluster.Config) (cluster.Client, error) { return fakeFor(cfg).connect(cfg) },
 			AlarmProbe:    fakeAlarmProbe,
 			AgentImage:    "localhost/etcd-operator:test",

@@ -85,7 +85,6 @@ func issue(t *testing.T, ns string, ca *certs.CA, ac clusterpki.Cert) {
 // another CA is not (the members would not trust it); a Certificate changed by hand is put back.
 // cert-manager's part is played by the test (the e2e TestCertManagerTLS runs the real one).
 func TestIssuedTLS(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "issuedtls")
 	c := newCluster(ns, "c", 1)
@@ -244,7 +243,6 @@ func deleteCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 // lists its kind: Degraded IssuerNotAllowed, no Certificate, no pod. Which kinds are allowed:
 // clusterpki.TestIssuerAllowed.
 func TestSharedIssuerNeedsTheAdministrator(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "clusterissuer")
 	c := newCluster(ns, "c", 1)

@@ -48,7 +48,6 @@ func parseCert(t *testing.T, data []byte) *x509.Certificate {
 // again under the same CA; a Secret of one of those names that the cluster does not control is
 // never touched (NotOwned).
 func TestAutoTLS(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "autotls")
 	c := newCluster(ns, "c", 1)
@@ -167,7 +166,6 @@ func TestAutoTLS(t *testing.T) {
 // replacement's pod, which would mount new certificates, waits, and Degraded names the
 // certificate problem. (Before, the pass ended at the certificates and nothing was repaired.)
 func TestCertificateProblemHoldsOnlyNewPods(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "tlshold")
 	c := newCluster(ns, "c", 3)

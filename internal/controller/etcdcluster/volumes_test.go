@@ -80,7 +80,6 @@ func growSpec(t *testing.T, ns, size string) {
 // TestVolumesGrowOneAtATime (issue 18 item 2): raising the spec's storage request grows one
 // member's claim at a time: the next only after the previous reports the new capacity.
 func TestVolumesGrowOneAtATime(t *testing.T) {
-	t.Parallel()
 	ns, _ := pvcCluster(t, "grow-volumes", true)
 	growSpec(t, ns, "2Gi")
 	for i, want := range []string{"c-0=2Gi c-1=1Gi c-2=1Gi", "c-0=2Gi c-1=2Gi c-2=1Gi", "c-0=2Gi c-1=2Gi c-2=2Gi"} {
@@ -114,7 +113,6 @@ func TestVolumesGrowOneAtATime(t *testing.T) {
 // cluster say so (Degraded VolumeExpansionUnsupported, one Warning, Ready Stalled); nothing
 // is deleted or restarted to get there.
 func TestVolumeExpansionUnsupported(t *testing.T) {
-	t.Parallel()
 	ns, f := pvcCluster(t, "fixed-volumes", false)
 	before, pods := memberNames(f, false), podNames(t, ns)
 	growSpec(t, ns, "2Gi")
@@ -136,7 +134,6 @@ func TestVolumeExpansionUnsupported(t *testing.T) {
 
 // TestVolumeShrinkRefused: a smaller storage request changes no volume and says why.
 func TestVolumeShrinkRefused(t *testing.T) {
-	t.Parallel()
 	ns, _ := pvcCluster(t, "shrink-volumes", true)
 	growSpec(t, ns, "512Mi")
 	testutil.Eventually(t, testutil.Timeout, "InvalidSpec", testutil.NoError(func() error {
