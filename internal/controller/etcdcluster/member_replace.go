@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
@@ -41,29 +40,13 @@ func (r *Reconciler) replaceMember(ctx context.Context, c *etcdv1beta2.EtcdClust
 	return r.deleteMember(ctx, c, obs, act.Pod, false)
 }
 
-// markReplaced records on pvc, read again and still controlled by c, that its member was
-// replaced: when, and the member ID.
+// markReplaced records on pvc, read again and still the same claim controlled by c, that its
+// member was replaced: when, and the member ID (markVolume; an existing mark stays).
 func (r *Reconciler) markReplaced(ctx context.Context, c *etcdv1beta2.EtcdCluster, observed *corev1.PersistentVolumeClaim, id uint64) error {
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(observed), pvc); err != nil {
-		return fmt.Errorf("getting volume %s of %s: %w", observed.Name, klog.KObj(c), err)
-	}
-	if pvc.UID != observed.UID || !controlledBy(pvc, c) {
-		return notOwned("volume", pvc, c)
-	}
-	if pvc.Annotations[etcdv1beta2.AnnotationReplacedAt] != "" {
-		return nil
-	}
-	before := pvc.DeepCopy()
-	if pvc.Annotations == nil {
-		pvc.Annotations = map[string]string{}
-	}
-	pvc.Annotations[etcdv1beta2.AnnotationReplacedAt] = r.Clock.Now().UTC().Format(time.RFC3339)
-	pvc.Annotations[etcdv1beta2.AnnotationReplacedMemberID] = fmt.Sprintf("%x", id)
-	if err := r.Patch(ctx, pvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("marking volume %s of %s replaced: %w", pvc.Name, klog.KObj(c), err)
-	}
-	return nil
+	return r.markVolume(ctx, c, observed.Name, observed.UID, map[string]string{
+		etcdv1beta2.AnnotationReplacedAt:       r.Clock.Now().UTC().Format(time.RFC3339),
+		etcdv1beta2.AnnotationReplacedMemberID: fmt.Sprintf("%x", id),
+	})
 }
 
 // replacedVolumes lists the kept volumes of replaced members for status, with when each

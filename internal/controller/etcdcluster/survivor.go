@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,7 +62,7 @@ func (r *Reconciler) recoverFromSurvivors(ctx context.Context, c *etcdv1beta2.Et
 	}
 
 	keep := plan.Keep.PodName()
-	if err := r.markVolume(ctx, c, keep, map[string]string{etcdv1beta2.AnnotationForceNewCluster: r.Clock.Now().UTC().Format(time.RFC3339)}); err != nil {
+	if err := r.markVolume(ctx, c, keep, "", map[string]string{etcdv1beta2.AnnotationForceNewCluster: r.Clock.Now().UTC().Format(time.RFC3339)}); err != nil {
 		return 0, "", err
 	}
 	for _, m := range plan.Others {
@@ -129,20 +130,21 @@ func (r *Reconciler) memberVolumes(ctx context.Context, c *etcdv1beta2.EtcdClust
 // RecreatePod makes again on the volume. A pass stopped between them finds the pod still
 // forced and deletes it.
 func (r *Reconciler) restartForced(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation, name string) error {
-	if err := r.markVolume(ctx, c, name, map[string]string{etcdv1beta2.AnnotationForceNewCluster: ""}); err != nil {
+	if err := r.markVolume(ctx, c, name, "", map[string]string{etcdv1beta2.AnnotationForceNewCluster: ""}); err != nil {
 		return err
 	}
 	return r.deleteMember(ctx, c, obs, name, false)
 }
 
-// markVolume sets (value "": removes) annotations on member name's volume, read again and
-// still controlled by c.
-func (r *Reconciler) markVolume(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, annotations map[string]string) error {
+// markVolume sets annotations that are not set yet (value "": removes them) on member name's
+// volume, read again around the cache and still controlled by c (and still the claim uid, when
+// uid is set).
+func (r *Reconciler) markVolume(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, uid types.UID, annotations map[string]string) error {
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pvc); err != nil {
 		return fmt.Errorf("getting volume %s of %s: %w", name, klog.KObj(c), err)
 	}
-	if !controlledBy(pvc, c) {
+	if (uid != "" && pvc.UID != uid) || !controlledBy(pvc, c) {
 		return notOwned("volume", pvc, c)
 	}
 	before := pvc.DeepCopy()
