@@ -49,7 +49,11 @@ func PlanSurvivorRecovery(o Observed, volumes map[string]bool, forced string) (S
 	var plan SurvivorPlan
 	var survivors []Member
 	voters := 0
-	for _, m := range o.Members {
+	// etcd lists members by ID; walk them by name so that the lost, the others and the
+	// candidates read the same in status and events whatever IDs the members drew.
+	members := slices.Clone(o.Members)
+	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.PodName(), b.PodName()) })
+	for _, m := range members {
 		switch {
 		case m.IsLearner && volumes[m.PodName()]:
 			plan.Others = append(plan.Others, m)

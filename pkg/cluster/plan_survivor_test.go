@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,6 +89,27 @@ func TestPlanSurvivorRecovery(t *testing.T) {
 				t.Fatalf("Describe = %q", plan.Describe())
 			}
 		})
+	}
+}
+
+// TestSurvivorPlanNamesInOrder: etcd lists members by ID, not by name; the plan names the lost
+// members and the others in name order, so status.lastSurvivorRecovery and events read the same
+// whatever IDs the members drew (CI stop 45 failed on [c-2 c-0]).
+func TestSurvivorPlanNamesInOrder(t *testing.T) {
+	w := newWorld().member(4, "down").member(2, "down").member(0, "down").member(3, "down").member(1, "down").
+		leaderless(3, 40, 12).leaderless(1, 39, 12)
+	plan, why := PlanSurvivorRecovery(w.o, vols("c-3", "c-1"), "")
+	if why != "" {
+		t.Fatal(why)
+	}
+	if got := PodNames(plan.Lost); !slices.Equal(got, []string{"c-0", "c-2", "c-4"}) {
+		t.Errorf("lost %v, want [c-0 c-2 c-4]", got)
+	}
+	if got := PodNames(plan.Others); !slices.Equal(got, []string{"c-1"}) {
+		t.Errorf("others %v, want [c-1]", got)
+	}
+	if !strings.Contains(plan.Describe(), "the volumes of c-0, c-2, c-4 are gone") {
+		t.Errorf("Describe = %q", plan.Describe())
 	}
 }
 
