@@ -289,6 +289,7 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, version, state, initial string)
 			"--cert-file="+ServerTLSDir+"/server.crt",
 			"--key-file="+ServerTLSDir+"/server.key")
 	}
+	flags = append(flags, corruptionFlags(c, version)...)
 	return append(flags, maintenanceFlags(c)...)
 }
 

@@ -5,6 +5,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,8 +88,13 @@ type Client interface {
 	Status(ctx context.Context, endpoint string) (EndpointStatus, error)
 	// Alarms lists the cluster's active alarms.
 	Alarms(ctx context.Context) ([]Alarm, error)
-	// Disarm clears one alarm.
-	Disarm(ctx context.Context, a Alarm) error
+	// Disarm clears one alarm, through the member at endpoint (a URL the caller computed for a
+	// pod it owns; "": any member). A member just removed stops its raft: a request it takes
+	// fails, so after a removal the caller names a member that stays.
+	Disarm(ctx context.Context, endpoint string, a Alarm) error
+	// HashKV asks the member at endpoint (a URL the caller computed for a pod it owns) for its
+	// hash of the key-value store at revision rev (0: its newest).
+	HashKV(ctx context.Context, endpoint string, rev int64) (KVHash, error)
 	// Compact compacts the key-value history up to rev and waits until the compaction is
 	// applied; a history already compacted at or beyond rev is not an error.
 	Compact(ctx context.Context, rev int64) error
@@ -117,6 +123,17 @@ type Alarm struct {
 	// Type is the alarm's name as etcd spells it: NOSPACE, CORRUPT.
 	Type string
 }
+
+// KVHash is one member's hash of its key-value store (etcd's HashKV).
+type KVHash struct {
+	MemberID uint64
+	// Revision is the revision hashed; CompactRevision the member's compacted revision then.
+	Revision, CompactRevision int64
+	Hash                      uint32
+}
+
+// AlarmCorrupt is the alarm etcd's corruption checks raise; it stops every read and write.
+const AlarmCorrupt = "CORRUPT"
 
 // AlarmNoSpace is the alarm a member raises when its database reaches the backend quota.
 const AlarmNoSpace = "NOSPACE"
@@ -332,14 +349,23 @@ func (e *etcdClient) Alarms(ctx context.Context) ([]Alarm, error) {
 	return out, nil
 }
 
-func (e *etcdClient) Disarm(ctx context.Context, a Alarm) error {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
+func (e *etcdClient) Disarm(ctx context.Context, endpoint string, a Alarm) error {
 	t, ok := pb.AlarmType_value[a.Type]
 	if !ok {
 		return fmt.Errorf("disarming alarm %s of member %x: unknown alarm type", a.Type, a.MemberID)
 	}
-	if _, err := e.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)}); err != nil {
+	via := e
+	if endpoint != "" {
+		one, err := e.one(endpoint)
+		if err != nil {
+			return err
+		}
+		defer one.Close()
+		via = one
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	if _, err := via.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)}); err != nil {
 		return fmt.Errorf("disarming alarm %s of member %x: %w", a.Type, a.MemberID, err)
 	}
 	return nil
@@ -355,6 +381,21 @@ func (e *etcdClient) Compact(ctx context.Context, rev int64) error {
 	return nil
 }
 
+func (e *etcdClient) HashKV(ctx context.Context, endpoint string, rev int64) (KVHash, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	h, err := e.c.HashKV(ctx, endpoint, rev)
+	if err != nil {
+		return KVHash{}, fmt.Errorf("hash of %s at revision %d: %w", endpoint, rev, err)
+	}
+	// HashRevision is the revision hashed; older releases leave it 0: the one asked for then.
+	hashed := h.HashRevision
+	if hashed == 0 {
+		hashed = cmp.Or(rev, h.Header.GetRevision())
+	}
+	return KVHash{MemberID: h.Header.GetMemberId(), Revision: hashed, CompactRevision: h.CompactRevision, Hash: h.Hash}, nil
+}
+
 func (e *etcdClient) Defragment(ctx context.Context, endpoint string) error {
 	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
 	defer cancel()
@@ -366,19 +407,28 @@ func (e *etcdClient) Defragment(ctx context.Context, endpoint string) error {
 
 func (e *etcdClient) MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error {
 	// etcd takes MoveLeader only from its leader: a client of that one endpoint.
-	cfg := e.cfg
-	cfg.Endpoints = []string{leaderEndpoint}
-	one, err := New(cfg)
+	one, err := e.one(leaderEndpoint)
 	if err != nil {
 		return err
 	}
 	defer one.Close()
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	if _, err := one.(*etcdClient).c.MoveLeader(ctx, to); err != nil {
+	if _, err := one.c.MoveLeader(ctx, to); err != nil {
 		return fmt.Errorf("moving leadership from %s to member %x: %w", leaderEndpoint, to, err)
 	}
 	return nil
+}
+
+// one is a client of the member at endpoint alone, with e's settings; the caller closes it.
+func (e *etcdClient) one(endpoint string) (*etcdClient, error) {
+	cfg := e.cfg
+	cfg.Endpoints = []string{endpoint}
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*etcdClient), nil
 }
 
 func (e *etcdClient) AuthEnabled(ctx context.Context) (bool, error) {

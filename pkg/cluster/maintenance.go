@@ -53,6 +53,10 @@ const (
 	// itself still fills the quota; the alarm stays until a person raises the quota or deletes
 	// keys.
 	MaintenanceQuotaTooSmall MaintenanceKind = "QuotaTooSmall"
+	// MaintenanceReplaceCorrupt: a CORRUPT alarm, and a member proven corrupt was replaced
+	// (PlanCorrupt) and the alarms cleared, or the alarms named only members already gone
+	// and were cleared.
+	MaintenanceReplaceCorrupt MaintenanceKind = "ReplaceCorrupt"
 	// MaintenanceBlocked: an alarm the operator does not clear (CORRUPT) is active, or a
 	// member is not healthy: nothing is done.
 	MaintenanceBlocked MaintenanceKind = "Blocked"

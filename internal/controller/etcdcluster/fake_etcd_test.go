@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,8 @@ type fakeEtcd struct {
 	// leaderless makes every member answer without a leader (quorum lost), at its raftIndex.
 	leaderless bool
 	raftIndex  map[string]uint64
+	// hashes are the members' key-value hashes by name (HashKV; unset: 7, the same for all).
+	hashes map[string]uint32
 
 	// Authentication: whether it is on, the password etcd knows for root (set by EnableAuth),
 	// and the Access of the last client the operator made.
@@ -235,13 +238,28 @@ func (c *fakeConn) Status(_ context.Context, endpoint string) (cluster.EndpointS
 	return cluster.EndpointStatus{}, errors.New("unreachable")
 }
 
+// HashKV answers like Status: at a running pod's URL, for the member of that name.
+func (c *fakeConn) HashKV(ctx context.Context, endpoint string, rev int64) (cluster.KVHash, error) {
+	st, err := c.Status(ctx, endpoint)
+	if err != nil {
+		return cluster.KVHash{}, err
+	}
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	h, ok := c.f.hashes[hostPod(endpoint)]
+	if !ok {
+		h = 7
+	}
+	return cluster.KVHash{MemberID: st.MemberID, Revision: cmp.Or(rev, st.Revision), CompactRevision: 5, Hash: h}, nil
+}
+
 func (c *fakeConn) Alarms(context.Context) ([]cluster.Alarm, error) {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	return append([]cluster.Alarm(nil), c.f.alarms...), nil
 }
 
-func (c *fakeConn) Disarm(_ context.Context, a cluster.Alarm) error {
+func (c *fakeConn) Disarm(_ context.Context, _ string, a cluster.Alarm) error {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	var keep []cluster.Alarm

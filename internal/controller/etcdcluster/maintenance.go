@@ -91,6 +91,9 @@ func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, o
 		setObservedStatus(c, obs)
 		r.recallDefragmentations(c)
 	}
+	if len(cluster.CorruptAlarms(alarms)) > 0 && c.ReplaceAfter() > 0 {
+		return r.replaceCorrupt(ctx, c, obs, alarms)
+	}
 	act := cluster.NextMaintenance(policy, obs.Observed, alarms)
 	log := ctrl.LoggerFrom(ctx).WithValues("maintenance", act.Kind, "member", act.Pod)
 	switch act.Kind {
@@ -113,7 +116,7 @@ func (r *Reconciler) maintain(ctx context.Context, c *etcdv1beta2.EtcdCluster, o
 		return act, ctrl.Result{RequeueAfter: requeueAfterChange}, nil
 	case cluster.MaintenanceDisarm:
 		for _, a := range act.Alarms {
-			if err := obs.etcd.Disarm(ctx, a); err != nil {
+			if err := obs.etcd.Disarm(ctx, "", a); err != nil {
 				return act, ctrl.Result{}, fmt.Errorf("clearing the NOSPACE alarm of %s: %w", klog.KObj(c), err)
 			}
 		}
@@ -223,7 +226,7 @@ func setMaintenanceConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act 
 		set(etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue, etcdv1beta2.ReasonQuotaExceeded, act.Message)
 		return
 	}
-	if alarms := observedAlarms(obs); alarms != "" && act.Kind != cluster.MaintenanceDisarm {
+	if alarms := observedAlarms(obs); alarms != "" && act.Kind != cluster.MaintenanceDisarm && act.Kind != cluster.MaintenanceReplaceCorrupt {
 		why := etcdv1beta2.ReasonAlarmRaised
 		if strings.Contains(alarms, cluster.AlarmNoSpace) {
 			why = etcdv1beta2.ReasonNoSpace
@@ -234,7 +237,7 @@ func setMaintenanceConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act 
 		}
 		set(etcdv1beta2.ClusterConditionDegraded, metav1.ConditionTrue, why, msg)
 	}
-	if act.Kind == cluster.MaintenanceDefragment || act.Kind == cluster.MaintenanceDisarm {
+	if act.Kind == cluster.MaintenanceDefragment || act.Kind == cluster.MaintenanceDisarm || act.Kind == cluster.MaintenanceReplaceCorrupt {
 		set(etcdv1beta2.ClusterConditionProgressing, metav1.ConditionTrue, string(act.Kind), act.Message)
 	}
 }

@@ -32,6 +32,31 @@ type MemberReplacementSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	VolumeRetentionSeconds *int64 `json:"volumeRetentionSeconds,omitempty"`
+
+	// corruptionCheckSeconds turns on etcd's own corruption checks and sets how often the
+	// leader runs its periodic one: it compares every member's hash of the key-value store at
+	// one revision (etcd's --corrupt-check-time), and besides it compares the hashes recorded
+	// at each compaction (etcd's compact hash check, every minute). A mismatch raises etcd's
+	// CORRUPT alarm, which stops every read and write of the cluster. The operator then
+	// reads every member's hash itself and, when exactly one voting member differs from the
+	// hash all the others share at the same revision, replaces that member (its volume kept,
+	// as above) and clears the alarm; otherwise it reports AlarmRaised with the hashes and
+	// waits for a person. Unset: no check (setting or changing it rolls the members). At
+	// least 5; etcd's own suggestion is a few minutes or more on a large database, as each
+	// check hashes the whole key space.
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	CorruptionCheckSeconds *int32 `json:"corruptionCheckSeconds,omitempty"`
+}
+
+// CorruptionCheck is how often etcd's periodic corruption check runs; ok false: off.
+func (c *EtcdCluster) CorruptionCheck() (time.Duration, bool) {
+	r := c.Spec.MemberReplacement
+	if r == nil || r.CorruptionCheckSeconds == nil {
+		return 0, false
+	}
+	return time.Duration(*r.CorruptionCheckSeconds) * time.Second, true
 }
 
 // DefaultReplaceAfterSeconds is spec.memberReplacement.afterSeconds when unset.
