@@ -138,6 +138,10 @@ const AlarmCorrupt = "CORRUPT"
 // AlarmNoSpace is the alarm a member raises when its database reaches the backend quota.
 const AlarmNoSpace = "NOSPACE"
 
+// HashKVTimeout bounds one member's hash of its key-value store: it reads every key revision
+// (seconds per GiB).
+const HashKVTimeout = 2 * time.Minute
+
 // DefragmentTimeout bounds one member's defragmentation: it rewrites the whole database file.
 const DefragmentTimeout = 10 * time.Minute
 
@@ -382,7 +386,7 @@ func (e *etcdClient) Compact(ctx context.Context, rev int64) error {
 }
 
 func (e *etcdClient) HashKV(ctx context.Context, endpoint string, rev int64) (KVHash, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	ctx, cancel := context.WithTimeout(ctx, HashKVTimeout)
 	defer cancel()
 	h, err := e.c.HashKV(ctx, endpoint, rev)
 	if err != nil {

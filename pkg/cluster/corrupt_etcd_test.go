@@ -8,45 +8,11 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
-
-// alterNewestValue changes, in a stopped member's database, the value of the newest key
-// revision, leaving the file valid: the member starts and serves, but its data differs from
-// its peers' (what a bad disk or a bug leaves; only a hash comparison finds it).
-func alterNewestValue(t *testing.T, dataDir string) {
-	t.Helper()
-	db, err := bolt.Open(filepath.Join(dataDir, "member", "snap", "db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("key"))
-		if b == nil {
-			return fmt.Errorf("no key bucket")
-		}
-		k, v := b.Cursor().Last()
-		var kv mvccpb.KeyValue
-		if err := kv.Unmarshal(v); err != nil {
-			return err
-		}
-		kv.Value = append(kv.Value, []byte("-altered")...)
-		out, err := kv.Marshal()
-		if err != nil {
-			return err
-		}
-		return b.Put(append([]byte(nil), k...), out)
-	})
-	if err != nil {
-		t.Fatalf("altering %s: %v", dataDir, err)
-	}
-}
 
 // TestRealEtcdCorruptMemberFound: three real etcd members with the periodic corruption check
 // on; one follower's data is altered while it is stopped. etcd raises CORRUPT; the members'
@@ -96,7 +62,7 @@ func TestRealEtcdCorruptMemberFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad.Stop()
-	alterNewestValue(t, bad.DataDir)
+	snapshottest.AlterNewestValue(t, filepath.Join(bad.DataDir, "member", "snap", "db"))
 	again := &snapshottest.Etcd{Name: bad.Name, Endpoint: bad.Endpoint, PeerURL: bad.PeerURL, DataDir: bad.DataDir, Args: bad.Args}
 	again.Start(t, snapshottest.InitialCluster(procs...), "new")
 	again.WaitReady(t)

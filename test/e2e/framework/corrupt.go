@@ -15,15 +15,48 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
 )
 
 // CorruptMember corrupts the data of member pod of cluster name on disk, as a failing disk
-// would: with the cluster paused (the operator leaves the pod down), the pod is force-deleted,
-// 64 KiB of random bytes are written over the start of its bbolt db (its meta pages and first
-// tree pages), and the cluster is resumed, so the pod comes back on a volume etcd refuses.
-// The volume must be a host path on this machine (the local cluster's default class); the
-// test is skipped otherwise.
+// would: 64 KiB of random bytes written over the start of its bbolt db (its meta pages and
+// first tree pages), so the pod comes back on a volume etcd refuses (damageMember).
 func (f *Framework) CorruptMember(t testing.TB, ns, name, pod string) {
+	t.Helper()
+	f.damageMember(t, ns, name, pod, func(db string) {
+		garbage := make([]byte, 64<<10)
+		_, _ = rand.Read(garbage)
+		fh, err := os.OpenFile(db, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fh.WriteAt(garbage, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := fh.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("fault: %d bytes of garbage written over %s (member %s/%s)", len(garbage), db, ns, pod)
+	})
+}
+
+// AlterMember changes the newest value member pod of cluster name has committed to its bbolt
+// db and leaves the file valid (snapshottest.AlterNewestValue): the pod comes back and serves,
+// but its data differs from its peers', which only etcd's corruption checks find.
+func (f *Framework) AlterMember(t testing.TB, ns, name, pod string) {
+	t.Helper()
+	f.damageMember(t, ns, name, pod, func(db string) {
+		snapshottest.AlterNewestValue(t, db)
+		t.Logf("fault: the newest value in %s altered (member %s/%s)", db, ns, pod)
+	})
+}
+
+// damageMember applies damage to the bbolt db of member pod of cluster name with the cluster
+// paused (the operator leaves the pod down): the pod is force-deleted, damaged, and the
+// cluster resumed. The volume must be a host path on this machine (the local cluster's default
+// class); the test is skipped otherwise.
+func (f *Framework) damageMember(t testing.TB, ns, name, pod string, damage func(db string)) {
 	t.Helper()
 	db := f.memberDB(t, ns, pod)
 	f.SetPaused(t, ns, name, true)
@@ -34,19 +67,7 @@ func (f *Framework) CorruptMember(t testing.TB, ns, name, pod string) {
 		err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &corev1.Pod{})
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Errorf("pod %s: %v", pod, err)
 	})
-	garbage := make([]byte, 64<<10)
-	_, _ = rand.Read(garbage)
-	fh, err := os.OpenFile(db, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fh.WriteAt(garbage, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := fh.Close(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("fault: %d bytes of garbage written over %s (member %s/%s)", len(garbage), db, ns, pod)
+	damage(db)
 	f.SetPaused(t, ns, name, false)
 }
 
