@@ -18,7 +18,8 @@ func (w *world) unready(i int, d time.Duration) *world {
 // TestNextReplace: a voting member unhealthy, its pod running but not ready for ReplaceAfter,
 // while every other voting member is healthy, is replaced; not a moment earlier, not with
 // replacement off, not while another member is unhealthy too (which one is bad is not proven),
-// not a learner, not while the cluster is short of its size (the fresh member comes first),
+// a learner only when its etcd does not answer at all (one catching up answers and is promoted),
+// not while the cluster is short of its size (the fresh member comes first),
 // not a terminating or pending pod, and never on an unverified member list. After the
 // replacement the cluster grows back with a new name.
 func TestNextReplace(t *testing.T) {
@@ -41,7 +42,10 @@ func TestNextReplace(t *testing.T) {
 		{"not yet", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").unready(1, short), ActionWait, "c-1"},
 		{"replacement off", off, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").unready(1, long), ActionWait, "c-1"},
 		{"two members of five down", five, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").member(3, "pvc", "down").member(4, "pvc").unready(1, long).unready(3, long), ActionWait, "c-1"},
-		{"a learner", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner", "down").unready(3, long), ActionWait, "c-3"},
+		{"a learner that does not answer", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner", "down").unready(3, long), ActionReplaceMember, "c-3"},
+		{"a learner not yet", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: 5 * time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner", "down").unready(3, short), ActionWait, "c-3"},
+		{"a learner catching up answers: promoted, never replaced", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner").unready(3, long), ActionPromote, "c-3"},
+		{"a learner and a voter down", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").member(3, "pvc", "learner", "down").unready(1, long).unready(3, long), ActionWait, ""},
 		{"short of its size", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc", "down").unready(2, long), ActionWait, "c-2"},
 		{"terminating", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "terminating").member(2, "pvc").unready(1, long), ActionWait, "c-1"},
 		{"quorum lost", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc", "down").unready(1, long).unready(2, long), ActionQuorumLost, ""},

@@ -95,6 +95,7 @@ var faults = []fault{
 			f.CorruptMember(t, ns, "c", victim)
 			return injected{size: 3, note: victim + " corrupted, replaced after 30 s of crash loop"}
 		}},
+	{name: "member-data-altered", valueSize: 256, cluster: withCorruptionCheck, inject: memberDataAltered},
 	{name: "member-killed-mid-roll", valueSize: 256, cluster: withVolumes, inject: memberKilledMidRoll},
 	{name: "majority-volumes-lost", valueSize: 256,
 		cluster: func(c *etcdv1beta2.EtcdCluster) {

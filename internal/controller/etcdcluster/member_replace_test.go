@@ -139,3 +139,43 @@ func uidOf(t *testing.T, ns, name string, obj client.Object) types.UID {
 	}
 	return obj.GetUID()
 }
+
+// TestSilentLearnerReplaced: a learner whose etcd never answers (the chaos kind
+// member-data-altered met one stuck behind its leader's snapshot) is removed and replaced by a
+// fresh member once its pod has not been ready for afterSeconds while every voting member is
+// healthy; the voting members are untouched.
+func TestSilentLearnerReplaced(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "learner")
+	c := withPVC(newCluster(ns, "c", 3))
+	c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](60)}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 3)
+	before := map[string]types.UID{}
+	for _, name := range []string{"c-0", "c-1", "c-2"} {
+		before[name] = uidOf(t, ns, name, &corev1.Pod{})
+	}
+	f.kill("c-3") // the next member's etcd will never answer
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 4 })
+	testutil.Eventually(t, testutil.Timeout, "c-3 added as a learner, its pod made", testutil.NoError(func() error {
+		if got := podNames(t, ns); !slices.Contains(got, "c-3") {
+			return fmt.Errorf("pods %v", got)
+		}
+		return nil
+	}))
+	unreadySince(t, ns, "c-3", 2*time.Minute)
+	testutil.Eventually(t, testutil.Timeout, "the silent learner replaced", testutil.NoError(func() error {
+		if got := memberNames(f, true); !slices.Equal(got, []string{"c-0", "c-1", "c-2", "c-4"}) {
+			return fmt.Errorf("voters %v", got)
+		}
+		return nil
+	}))
+	for name, uid := range before {
+		if got := uidOf(t, ns, name, &corev1.Pod{}); got != uid {
+			t.Fatalf("voting member %s was touched (pod uid %s, was %s)", name, got, uid)
+		}
+	}
+}
