@@ -28,6 +28,9 @@ type PodState struct {
 	// UnreadyFor is how long the pod has been running with its etcd not ready (its Ready
 	// condition False since then); 0 for a pod that is ready, not running or terminating.
 	UnreadyFor time.Duration
+	// Restarts is how many times the pod's etcd container restarted (a crash loop restarts
+	// it; an etcd that runs but does not answer does not).
+	Restarts int32
 	// ForcedNewCluster is true for a pod made with --force-new-cluster (a recovery from the
 	// survivors): nothing joins its member until it is made again without the flag.
 	ForcedNewCluster bool

@@ -13,9 +13,12 @@ import (
 // the cluster and are healthy, so neither a partition of the majority nor a cluster-wide
 // problem (an alarm, no leader) looks like one bad member.
 //
-// A learner is judged the same way. It holds nothing of its own, so removing it costs nothing
-// but its catching up again; and a learner that catches up answers its status (it is promoted
-// once etcd lets it), so only one whose etcd does not answer at all is replaced. The chaos kind
+// A learner is judged the same way, and only while its etcd container has never restarted. It
+// holds nothing of its own, so removing it costs nothing but its catching up again; a learner
+// that catches up answers its status (it is promoted once etcd lets it), so only one whose etcd
+// runs but does not answer at all is replaced; and one that crash-loops most likely fails on
+// the spec, as a fresh one would: it is waited for and reported, not replaced every
+// afterSeconds with a volume kept each time. The chaos kind
 // member-data-altered met one: a learner added right after a replacement stayed behind its
 // leader's snapshot and did not answer for minutes, until its container restarted.
 func nextReplace(d Desired, o Observed) (Action, bool) {
@@ -41,6 +44,9 @@ func nextReplace(d Desired, o Observed) (Action, bool) {
 	}
 	p, ok := o.Pods[bad.PodName()]
 	if !ok || p.Terminating || p.Phase != "Running" || p.UnreadyFor < d.ReplaceAfter {
+		return Action{}, false
+	}
+	if bad.IsLearner && p.Restarts > 0 {
 		return Action{}, false
 	}
 	if bad.IsLearner {

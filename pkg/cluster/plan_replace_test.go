@@ -15,6 +15,15 @@ func (w *world) unready(i int, d time.Duration) *world {
 	return w
 }
 
+// restarts sets the restart count of the etcd container of member c-<i>'s pod.
+func (w *world) restarts(i int, n int32) *world {
+	name := "c-" + strconv.Itoa(i)
+	p := w.o.Pods[name]
+	p.Restarts = n
+	w.o.Pods[name] = p
+	return w
+}
+
 // TestNextReplace: a voting member unhealthy, its pod running but not ready for ReplaceAfter,
 // while every other voting member is healthy, is replaced; not a moment earlier, not with
 // replacement off, not while another member is unhealthy too (which one is bad is not proven),
@@ -43,6 +52,7 @@ func TestNextReplace(t *testing.T) {
 		{"replacement off", off, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").unready(1, long), ActionWait, "c-1"},
 		{"two members of five down", five, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").member(3, "pvc", "down").member(4, "pvc").unready(1, long).unready(3, long), ActionWait, "c-1"},
 		{"a learner that does not answer", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner", "down").unready(3, long), ActionReplaceMember, "c-3"},
+		{"a crash-looping learner: the spec, most likely", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner", "down").unready(3, long).restarts(3, 4), ActionWait, "c-3"},
 		{"a learner not yet", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: 5 * time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner", "down").unready(3, short), ActionWait, "c-3"},
 		{"a learner catching up answers: promoted, never replaced", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc").member(3, "pvc", "learner").unready(3, long), ActionPromote, "c-3"},
 		{"a learner and a voter down", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").member(3, "pvc", "learner", "down").unready(1, long).unready(3, long), ActionWait, ""},

@@ -163,7 +163,7 @@ func etcdStarted(p *corev1.Pod) bool {
 func podState(p *corev1.Pod, now time.Time) cluster.PodState {
 	s := cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p),
 		InitialCluster: member.PodInitialCluster(p), SpecHash: member.PodSpecHash(p), UnreadyFor: unreadyFor(p, now),
-		ForcedNewCluster: member.PodForcedNewCluster(p)}
+		ForcedNewCluster: member.PodForcedNewCluster(p), Restarts: etcdRestarts(p)}
 	if p.DeletionTimestamp != nil {
 		if evictedFromLostNode(p) {
 			s.Stuck = now.After(p.DeletionTimestamp.Time)
@@ -239,6 +239,16 @@ func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluste
 // unreadyFor is how long p has been running with its Ready condition False: since the
 // condition's last transition (a crash-looping container never turns it True). 0 for a pod
 // that is ready, not running, terminating, or not yet reported on.
+// etcdRestarts is the restart count of p's etcd container.
+func etcdRestarts(p *corev1.Pod) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == member.ContainerName {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
 func unreadyFor(p *corev1.Pod, now time.Time) time.Duration {
 	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 		return 0
