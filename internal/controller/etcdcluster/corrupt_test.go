@@ -26,14 +26,7 @@ import (
 // alarm cleared, the other members' pods and volumes untouched.
 func TestCorruptAlarmReplacesProvenMember(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t, "corrupt")
-	c := withPVC(newCluster(ns, "c", 3))
-	c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{CorruptionCheckSeconds: ptr.To[int32](30)}
-	if err := k8s.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	f := fakeFor(clusterConfig(ns))
-	waitConverged(t, ns, f, 3)
+	ns, f := grownWithReplacement(t, "corrupt", etcdv1beta2.MemberReplacementSpec{CorruptionCheckSeconds: ptr.To[int32](30)})
 	pod := &corev1.Pod{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-0"}, pod); err != nil {
 		t.Fatal(err)

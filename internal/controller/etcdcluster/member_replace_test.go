@@ -27,14 +27,7 @@ import (
 // says why; once a retention is set and has passed, the kept volume is deleted.
 func TestUnhealthyMemberReplaced(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t, "replace")
-	c := withPVC(newCluster(ns, "c", 3))
-	c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](60)}
-	if err := k8s.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	f := fakeFor(clusterConfig(ns))
-	waitConverged(t, ns, f, 3)
+	ns, f := grownWithReplacement(t, "replace", etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](60)})
 	before := map[string]types.UID{}
 	for _, name := range []string{"c-0", "c-2"} {
 		before["pod/"+name] = uidOf(t, ns, name, &corev1.Pod{})
@@ -145,15 +138,7 @@ func uidOf(t *testing.T, ns, name string, obj client.Object) types.UID {
 // fresh member once its pod has not been ready for afterSeconds while every voting member is
 // healthy; the voting members are untouched.
 func TestSilentLearnerReplaced(t *testing.T) {
-	ctx := context.Background()
-	ns := namespace(t, "learner")
-	c := withPVC(newCluster(ns, "c", 3))
-	c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](60)}
-	if err := k8s.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	f := fakeFor(clusterConfig(ns))
-	waitConverged(t, ns, f, 3)
+	ns, f := grownWithReplacement(t, "learner", etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](60)})
 	before := map[string]types.UID{}
 	for _, name := range []string{"c-0", "c-1", "c-2"} {
 		before[name] = uidOf(t, ns, name, &corev1.Pod{})
@@ -178,4 +163,19 @@ func TestSilentLearnerReplaced(t *testing.T) {
 			t.Fatalf("voting member %s was touched (pod uid %s, was %s)", name, got, uid)
 		}
 	}
+}
+
+// grownWithReplacement creates cluster c of three members on volumes with
+// spec.memberReplacement r in a new namespace and waits until it has formed.
+func grownWithReplacement(t *testing.T, base string, r etcdv1beta2.MemberReplacementSpec) (string, *fakeEtcd) {
+	t.Helper()
+	ns := namespace(t, base)
+	c := withPVC(newCluster(ns, "c", 3))
+	c.Spec.MemberReplacement = &r
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	f := fakeFor(clusterConfig(ns))
+	waitConverged(t, ns, f, 3)
+	return ns, f
 }
