@@ -51,11 +51,7 @@ if [ "${#pkgs[@]}" -lt 2 ] && [ -z "${E2E_PKGS:-}" ]; then
   log "go list found no packages to test"
   exit 1
 fi
-# Two packages per core, not go test's default of one: the packages spend most of their time
-# waiting on envtest, real etcd processes and the object stores, and with one per core the CPU
-# was idle more than half of the run (2 cores: 270 CPU-seconds in 310 s; unit 366 s). With two
-# per core: 250 CPU-seconds in 172 s. UNIT_TEST_P overrides it.
-go test -p "${UNIT_TEST_P:-$(($(nproc) * 2))}" -count=1 -timeout 45m "${pkgs[@]}"
+go test -count=1 -timeout 45m "${pkgs[@]}"
 
 if [ "$mode" = all ]; then
   rc=0
