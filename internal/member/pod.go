@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -358,6 +359,23 @@ func PodVersion(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// PodFlags are the etcd flags ("--name=value") of p's etcd container, from its command and
+// arguments.
+func PodFlags(p *corev1.Pod) []string {
+	var flags []string
+	for _, ct := range p.Spec.Containers {
+		if ct.Name != ContainerName {
+			continue
+		}
+		for _, arg := range append(slices.Clone(ct.Command), ct.Args...) {
+			if strings.HasPrefix(arg, "--") {
+				flags = append(flags, arg)
+			}
+		}
+	}
+	return flags
 }
 
 // PodInitialCluster lists the member names in the --initial-cluster flag of a member pod's

@@ -64,6 +64,14 @@ type EndpointStatus struct {
 	// DBSize and DBSizeInUse are the backend database's file size and the part of it in use.
 	DBSize      int64
 	DBSizeInUse int64
+	// StorageVersion is the version of the member's on-disk schema (etcd 3.6 and later; ""
+	// from 3.5, which does not report it). After a downgrade is enabled it drops to the
+	// target once the member migrated its data: only then may the member run the older release.
+	StorageVersion string
+	// DowngradeTarget is the version the cluster is being downgraded to, as this member
+	// reports it ("3.5.0"); "" when no downgrade is enabled or the member runs 3.5, which does
+	// not report it.
+	DowngradeTarget string
 }
 
 // Client is the narrow view of an etcd cluster the operator needs. Every method bounds its
@@ -95,6 +103,17 @@ type Client interface {
 	// HashKV asks the member at endpoint (a URL the caller computed for a pod it owns) for its
 	// hash of the key-value store at revision rev (0: its newest).
 	HashKV(ctx context.Context, endpoint string, rev int64) (KVHash, error)
+	// EnableDowngrade asks etcd, through the member at endpoint (a URL the caller computed for
+	// a pod it owns), to check that the cluster can be downgraded to version (a MAJOR.MINOR
+	// release one below the cluster's, e.g. "3.5") and then to enable that downgrade: the
+	// cluster runs the older release's protocol and the members migrate their storage to it.
+	// A downgrade enabled already is not an error; etcd's refusal says why (a skipped minor, a
+	// member on another release).
+	EnableDowngrade(ctx context.Context, endpoint, version string) error
+	// CancelDowngrade cancels an enabled downgrade, through the member at endpoint (one that
+	// reports it: a member of the newer release), so its members may run the newer release
+	// again. No downgrade in progress is not an error.
+	CancelDowngrade(ctx context.Context, endpoint string) error
 	// Compact compacts the key-value history up to rev and waits until the compaction is
 	// applied; a history already compacted at or beyond rev is not an error.
 	Compact(ctx context.Context, rev int64) error
@@ -326,7 +345,10 @@ func (e *etcdClient) Status(ctx context.Context, endpoint string) (EndpointStatu
 	st := EndpointStatus{
 		MemberID: s.Header.GetMemberId(), Leader: s.Leader, Version: s.Version, Revision: s.Header.GetRevision(),
 		RaftIndex: s.RaftIndex, RaftAppliedIndex: s.RaftAppliedIndex, IsLearner: s.IsLearner,
-		DBSize: s.DbSize, DBSizeInUse: s.DbSizeInUse,
+		DBSize: s.DbSize, DBSizeInUse: s.DbSizeInUse, StorageVersion: s.StorageVersion,
+	}
+	if d := s.DowngradeInfo; d != nil && d.Enabled {
+		st.DowngradeTarget = d.TargetVersion
 	}
 	for _, msg := range s.Errors {
 		// etcd lists the cluster's alarms among a member's errors (AlarmMember.String()).
@@ -371,6 +393,43 @@ func (e *etcdClient) Disarm(ctx context.Context, endpoint string, a Alarm) error
 	defer cancel()
 	if _, err := via.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)}); err != nil {
 		return fmt.Errorf("disarming alarm %s of member %x: %w", a.Type, a.MemberID, err)
+	}
+	return nil
+}
+
+func (e *etcdClient) EnableDowngrade(ctx context.Context, endpoint, version string) error {
+	one, err := e.one(endpoint)
+	if err != nil {
+		return err
+	}
+	defer one.Close()
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	_, err = one.c.Downgrade(ctx, clientv3.DowngradeValidate, version)
+	if errors.Is(err, rpctypes.ErrDowngradeInProcess) {
+		// Enabled already (a member that had not applied it yet reported none): there is
+		// one step to a lower minor release, so it is this one.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("etcd refuses a downgrade to %s: %w", version, err)
+	}
+	if _, err := one.c.Downgrade(ctx, clientv3.DowngradeEnable, version); err != nil {
+		return fmt.Errorf("enabling the downgrade to %s: %w", version, err)
+	}
+	return nil
+}
+
+func (e *etcdClient) CancelDowngrade(ctx context.Context, endpoint string) error {
+	one, err := e.one(endpoint)
+	if err != nil {
+		return err
+	}
+	defer one.Close()
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	if _, err := one.c.Downgrade(ctx, clientv3.DowngradeCancel, ""); err != nil && !errors.Is(err, rpctypes.ErrNoInflightDowngrade) {
+		return fmt.Errorf("cancelling the downgrade: %w", err)
 	}
 	return nil
 }

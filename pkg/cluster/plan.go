@@ -31,6 +31,9 @@ type PodState struct {
 	// Restarts is how many times the pod's etcd container restarted (a crash loop restarts
 	// it; an etcd that runs but does not answer does not).
 	Restarts int32
+	// Flags are the etcd command-line flags of the pod ("--name=value"): a downgrade checks
+	// that the older release knows every one before it moves the pod in place.
+	Flags []string
 	// ForcedNewCluster is true for a pod made with --force-new-cluster (a recovery from the
 	// survivors): nothing joins its member until it is made again without the flag.
 	ForcedNewCluster bool
@@ -151,6 +154,13 @@ const (
 	// ActionRestartForced: the member started with --force-new-cluster stands alone; its pod
 	// is deleted (its volume kept) and made again without the flag (RecreatePod).
 	ActionRestartForced ActionKind = "RestartForced"
+	// ActionEnableDowngrade: spec.version is one minor release below the members' (3.6 ->
+	// 3.5): etcd's downgrade to Version's minor release is validated and enabled before any
+	// member moves.
+	ActionEnableDowngrade ActionKind = "EnableDowngrade"
+	// ActionCancelDowngrade: a downgrade is enabled but spec.version went back up: it is
+	// cancelled before any member moves up again.
+	ActionCancelDowngrade ActionKind = "CancelDowngrade"
 	// ActionRollBlocked: a member's pod is out of date but rolling it would lose data (a
 	// one-member cluster without a volume); nothing changes, the message says why.
 	ActionRollBlocked ActionKind = "RollBlocked"
@@ -171,7 +181,7 @@ const (
 func (k ActionKind) NeedsVerifiedMembership() bool {
 	switch k {
 	case ActionRemoveMember, ActionDeletePod, ActionPromote, ActionAddMember, ActionCreatePod, ActionUpgradeMember, ActionRollMember, ActionMoveLeader,
-		ActionReplaceMember, ActionRestartForced:
+		ActionReplaceMember, ActionRestartForced, ActionEnableDowngrade, ActionCancelDowngrade:
 		return true
 	}
 	return false
@@ -321,7 +331,7 @@ func next(d Desired, o Observed) Action {
 	}
 	if d.Version != "" {
 		if m, ok := upgradeCandidate(d.Version, o); ok {
-			return Action{Kind: ActionUpgradeMember, MemberID: m.ID, Pod: m.PodName(), Version: d.Version, Message: "upgrading member " + m.PodName() + " to " + d.Version}
+			return nextVersion(d, o, m)
 		}
 	}
 	if d.SpecHash != "" {

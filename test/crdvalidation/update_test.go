@@ -46,7 +46,9 @@ func TestUpdateRules(t *testing.T) {
 	cases := []updateCase{
 		{name: "scale a cluster", manifest: coreosCluster, mutate: set(int64(5), "spec", "size")},
 		{name: "upgrade 3.5 to 3.6", manifest: cluster("size: 3\n  version: 3.5.21"), mutate: set("3.6.16", "spec", "version")},
-		{name: "downgrade 3.6 to 3.5", manifest: coreosCluster, mutate: set("3.5.21", "spec", "version"), want: "downgrading etcd from 3.6 to 3.5 is not supported"},
+		{name: "downgrade 3.6 to 3.5", manifest: coreosCluster, mutate: set("3.5.35", "spec", "version")},
+		{name: "downgrade 3.6 below 3.5.26", manifest: coreosCluster, mutate: set("3.5.21", "spec", "version"), want: "downgrades to etcd 3.5.26 or newer only"},
+		{name: "downgrade 3.6 to 3.5.9", manifest: coreosCluster, mutate: set("v3.5.9", "spec", "version"), want: "downgrades to etcd 3.5.26 or newer only"},
 		{name: "pause a cluster", manifest: coreosCluster, mutate: set(true, "spec", "paused")},
 		{name: "change bootstrap", manifest: cluster("size: 3\n  bootstrap: {restore: {restoreName: r1, seedMember: c-seed}}"),
 			mutate: set("r2", "spec", "bootstrap", "restore", "restoreName"), want: "bootstrap is immutable once set"},

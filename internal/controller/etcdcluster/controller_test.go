@@ -276,13 +276,14 @@ func contractSeed(t *testing.T, c *etcdv1beta2.EtcdCluster, name, version string
 }
 
 // TestUnsupportedUpgradeChangesNothing: the restore operator's seed runs 3.6 while the spec
-// asks for 3.5 (a downgrade admission cannot see): Upgrading=False UnsupportedUpgrade, and the
-// members the operator adds keep running the seed's 3.6.
+// asks for 3.5.21 (a downgrade below etcd's 3.5.26 floor, which admission cannot see):
+// Upgrading=False UnsupportedUpgrade, and the members the operator adds keep running the
+// seed's 3.6.
 func TestUnsupportedUpgradeChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "downgrade")
 	c := newCluster(ns, "c", 2)
-	c.Spec.Version = "3.5.35"
+	c.Spec.Version = "3.5.21"
 	c.Spec.Bootstrap = &etcdv1beta2.BootstrapSpec{Restore: &etcdv1beta2.RestoreBootstrap{RestoreName: "r", SeedMember: "c-seed"}}
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)

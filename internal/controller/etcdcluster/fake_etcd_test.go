@@ -253,6 +253,16 @@ func (c *fakeConn) HashKV(ctx context.Context, endpoint string, rev int64) (clus
 	return cluster.KVHash{MemberID: st.MemberID, Revision: cmp.Or(rev, st.Revision), CompactRevision: 5, Hash: h}, nil
 }
 
+// EnableDowngrade and CancelDowngrade are refused: the fake's members always run 3.6.16 (a
+// downgrade is tested on real members, test/e2e/etcdcluster).
+func (c *fakeConn) EnableDowngrade(_ context.Context, _, version string) error {
+	return fmt.Errorf("fake etcd: no downgrade to %s", version)
+}
+
+func (c *fakeConn) CancelDowngrade(context.Context, string) error {
+	return errors.New("fake etcd: no downgrade to cancel")
+}
+
 func (c *fakeConn) Alarms(context.Context) ([]cluster.Alarm, error) {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()

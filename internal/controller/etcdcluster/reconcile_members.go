@@ -148,6 +148,14 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		if err := r.upgradeMember(ctx, c, obs.pods[act.Pod], act.Version); err != nil {
 			return ctrl.Result{}, err
 		}
+	case cluster.ActionEnableDowngrade:
+		if err := obs.etcd.EnableDowngrade(ctx, member.ClientURL(c, act.Pod), act.Version); err != nil {
+			return ctrl.Result{}, fmt.Errorf("downgrading %s: %w", klog.KObj(c), err)
+		}
+	case cluster.ActionCancelDowngrade:
+		if err := obs.etcd.CancelDowngrade(ctx, member.ClientURL(c, act.Pod)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("upgrading %s: %w", klog.KObj(c), err)
+		}
 	case cluster.ActionRollBlocked:
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	case cluster.ActionMoveLeader:

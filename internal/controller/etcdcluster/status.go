@@ -122,9 +122,15 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 	switch {
 	case upgradeErr != nil:
 		set(etcdv1beta2.ClusterConditionUpgrading, false, etcdv1beta2.ReasonUnsupportedUpgrade, upgradeErr.Error())
-	case runningVersion(obs) != "" && runningVersion(obs) != target:
+	case runningVersion(obs) != "" && (runningVersion(obs) != target || highestVersion(obs) != target):
+		// A downgrade's first member on the older release makes it the lowest: the highest
+		// says members are still leaving the newer one.
 		c.Status.TargetVersion = target
-		set(etcdv1beta2.ClusterConditionUpgrading, true, etcdv1beta2.ReasonUpgradeInProgress, "upgrading members from "+runningVersion(obs)+" to "+target)
+		from, how := runningVersion(obs), "upgrading"
+		if cluster.IsDowngrade(highestVersion(obs), target) {
+			from, how = highestVersion(obs), "downgrading"
+		}
+		set(etcdv1beta2.ClusterConditionUpgrading, true, etcdv1beta2.ReasonUpgradeInProgress, how+" members from "+from+" to "+target)
 	default:
 		set(etcdv1beta2.ClusterConditionUpgrading, false, etcdv1beta2.ReasonAsExpected, "every member runs "+target)
 	}

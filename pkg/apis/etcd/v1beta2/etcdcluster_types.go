@@ -73,13 +73,17 @@ type ClusterSpec struct {
 	Repository string `json:"repository,omitempty"`
 
 	// version is the etcd release to run, as MAJOR.MINOR.PATCH with an optional leading "v"
-	// (e.g. "3.6.16"). Supported: 3.5.x and 3.6.x. Changing it upgrades the members one at a
-	// time (3.5 -> 3.6); downgrades are refused. Defaults to the newest supported 3.6 release.
+	// (e.g. "3.6.16"). Supported: 3.5.x and 3.6.x. Changing it moves the members one at a
+	// time, followers first: 3.5 -> 3.6 from 3.5.26 or newer, and 3.6 -> 3.5 (to 3.5.26 or
+	// newer) through etcd's downgrade API: the downgrade is enabled, every member migrates its
+	// storage, then each member restarts on 3.5 (made again when its pod has flags 3.5 does not
+	// know). Setting it back to 3.6 during a downgrade cancels it. Defaults to the newest
+	// supported 3.6 release.
 	// +kubebuilder:default="3.6.16"
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$')",message="version must be an etcd release version such as 3.6.16"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || self.matches('^v?3[.](5|6)[.][0-9]+$')",messageExpression="'etcd ' + self + ' is not supported: this operator runs etcd 3.5.x and 3.6.x' + (self.matches('^v?([0-2][.]|3[.][0-4][.])') ? '; versions below 3.5 are end of life, upgrade the cluster to 3.5 before moving it to this operator' : '')"
-	// +kubebuilder:validation:XValidation:rule="!(oldSelf.matches('^v?3[.]6[.]') && self.matches('^v?3[.]5[.]'))",message="downgrading etcd from 3.6 to 3.5 is not supported: restore a 3.5 backup into a new cluster instead"
+	// +kubebuilder:validation:XValidation:rule="!(oldSelf.matches('^v?3[.]6[.]') && self.matches('^v?3[.]5[.]([0-9]|1[0-9]|2[0-5])$'))",message="a 3.6 cluster downgrades to etcd 3.5.26 or newer only (e.g. 3.5.35)"
 	// +optional
 	Version string `json:"version,omitempty"`
 
