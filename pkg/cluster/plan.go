@@ -72,6 +72,9 @@ type Observed struct {
 	// controlled by something else (an old incarnation of the cluster, a restore's retained
 	// volumes, a stranger): never members, never touched, never handed out as a member name.
 	ReservedNames map[string]bool
+	// RecreateVersions are the versions recorded on member volumes (by name) for the pods made
+	// again on them (AnnotationRecreateVersion): a downgrade's own.
+	RecreateVersions map[string]string
 	// Formed is true once the cluster was seen running (a cluster ID was recorded): from then
 	// on an empty cluster is never recreated silently.
 	Formed bool
@@ -202,7 +205,7 @@ type Action struct {
 // a membership change or deletion decided from a member list that is not linearizable or
 // that comes from another cluster than the recorded one.
 func Next(d Desired, o Observed) Action {
-	return verified(o, next(d, o))
+	return verified(o, versioned(d, o, next(d, o)))
 }
 
 // verified replaces a step that needs verified membership by a refusal when o is not.

@@ -54,6 +54,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	obs := &observation{pods: map[string]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{}, probeErrs: map[uint64]string{}}
 	obs.Pods = map[string]cluster.PodState{}
 	obs.PVCs = map[string]bool{}
+	obs.RecreateVersions = map[string]string{}
 	obs.ReservedNames = map[string]bool{}
 	if d := meta.FindStatusCondition(c.Status.Conditions, etcdv1beta2.ClusterConditionDegraded); d != nil {
 		obs.quotaExceeded = d.Status == metav1.ConditionTrue && d.Reason == etcdv1beta2.ReasonQuotaExceeded
@@ -101,6 +102,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		case usesPVC:
 			obs.pvcs[pvc.Name] = pvc
 			obs.PVCs[pvc.Name] = true
+			if v := pvc.Annotations[etcdv1beta2.AnnotationRecreateVersion]; v != "" {
+				obs.RecreateVersions[pvc.Name] = v
+			}
 		}
 	}
 	if len(endpoints) == 0 {

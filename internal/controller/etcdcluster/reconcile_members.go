@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,9 +45,12 @@ const (
 	requeueChoosing = 15 * time.Second
 )
 
-// apply carries out one step chosen by cluster.Next.
+// apply carries out one step chosen by cluster.Next. A pod it makes runs the step's version
+// (cluster.Next sets it: the target, or during a downgrade the newest release a pod runs),
+// else version.
 func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action, version string) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("action", act.Kind, "member", act.Pod)
+	podVersion := cmp.Or(act.Version, version)
 	switch act.Kind {
 	case cluster.ActionNone:
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
@@ -62,7 +66,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 			return ctrl.Result{RequeueAfter: requeueChoosing}, err
 		}
 	case cluster.ActionCreateSeed:
-		if err := r.createMemberPod(ctx, c, act.Pod, version, "new", act.Pod+"="+member.PeerURL(c, act.Pod)); err != nil {
+		if err := r.createMemberPod(ctx, c, act.Pod, podVersion, "new", act.Pod+"="+member.PeerURL(c, act.Pod)); err != nil {
 			return ctrl.Result{}, err
 		}
 	case cluster.ActionCreatePod, cluster.ActionRecreatePod:
@@ -80,7 +84,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		if !obs.Reachable && !obs.Formed {
 			state = "new" // the seed's pod went away before the cluster formed; its volume stays
 		}
-		pod := member.NewPod(c, act.Pod, version, state, member.InitialCluster(c, obs.Members, act.Pod))
+		pod := member.NewPod(c, act.Pod, podVersion, state, member.InitialCluster(c, obs.Members, act.Pod))
 		if pvc := obs.pvcs[act.Pod]; pvc != nil && pvc.Annotations[etcdv1beta2.AnnotationForceNewCluster] != "" {
 			member.ForceNewCluster(pod) // the member a recovery from the survivors keeps (survivor.go)
 		}
@@ -102,7 +106,7 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 		}
 		r.Failpoint(FailpointAfterMemberAdd)
 		// Create the pod in the same pass; a crash before this line is finished by CreatePod.
-		if err := r.createMemberPod(ctx, c, act.Pod, version, "existing", member.InitialCluster(c, append(obs.Members, m), act.Pod)); err != nil {
+		if err := r.createMemberPod(ctx, c, act.Pod, podVersion, "existing", member.InitialCluster(c, append(obs.Members, m), act.Pod)); err != nil {
 			return ctrl.Result{}, err
 		}
 	case cluster.ActionPromote:
@@ -163,6 +167,9 @@ func (r *Reconciler) apply(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs 
 			return ctrl.Result{}, fmt.Errorf("rolling %s: %w", klog.KObj(c), err)
 		}
 	case cluster.ActionRollMember:
+		if err := r.recordRecreateVersion(ctx, c, obs, act); err != nil {
+			return ctrl.Result{}, err
+		}
 		evicted, err := r.evictMember(ctx, c, obs.pods[act.Pod])
 		if err != nil {
 			return ctrl.Result{}, err

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
@@ -51,4 +52,24 @@ func (r *Reconciler) evictMember(ctx context.Context, c *etcdv1beta2.EtcdCluster
 		return false, fmt.Errorf("evicting pod %s of %s: %w", pod.Name, klog.KObj(c), err)
 	}
 	return true, nil
+}
+
+// recordRecreateVersion records on the volume of the member a downgrade rolls (act.Version set)
+// the version its pod comes back on (AnnotationRecreateVersion, which cluster.Next reads), a
+// version recorded by an earlier downgrade replaced.
+func (r *Reconciler) recordRecreateVersion(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Action) error {
+	pvc := obs.pvcs[act.Pod]
+	if act.Version == "" || pvc == nil {
+		return nil
+	}
+	const key = etcdv1beta2.AnnotationRecreateVersion
+	switch was := pvc.Annotations[key]; {
+	case was == act.Version:
+		return nil
+	case was != "":
+		if err := r.markVolume(ctx, c, pvc.Name, pvc.UID, map[string]string{key: ""}); err != nil {
+			return err
+		}
+	}
+	return r.markVolume(ctx, c, pvc.Name, pvc.UID, map[string]string{key: act.Version})
 }

@@ -151,7 +151,7 @@ func TestPVCAllPodsDeleted(t *testing.T) {
 }
 
 // TestUpgrade35To36: 3.5 -> 3.6 under continuous writes, one member at a time; all members
-// end on 3.6 with no acknowledged write lost. A downgrade request is then refused.
+// end on 3.6 with no acknowledged write lost (the way down: TestDowngrade36To35AndBack).
 func TestUpgrade35To36(t *testing.T) {
 	t.Parallel()
 	f := framework.Global(t)

@@ -54,6 +54,12 @@ func (c *EtcdCluster) SurvivorRecoveryAfter() time.Duration {
 // member pod it says the pod runs with the flag.
 const AnnotationForceNewCluster = "etcd.database.coreos.com/force-new-cluster"
 
+// AnnotationRecreateVersion, on a member's volume, is the etcd version its pod is made again
+// with: a downgrade that must make a pod again (its flags are unknown to the older release)
+// records it before it evicts the pod. During a downgrade any other pod made again on its
+// volume runs the newer release, which reads data of either.
+const AnnotationRecreateVersion = "etcd.database.coreos.com/recreate-version"
+
 // SurvivorRecoveryRecord is what a recovery from the survivors kept and lost.
 type SurvivorRecoveryRecord struct {
 	// member is the surviving member that was kept (restarted with --force-new-cluster).
