@@ -398,40 +398,30 @@ func (e *etcdClient) Disarm(ctx context.Context, endpoint string, a Alarm) error
 }
 
 func (e *etcdClient) EnableDowngrade(ctx context.Context, endpoint, version string) error {
-	one, err := e.one(endpoint)
-	if err != nil {
-		return err
-	}
-	defer one.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	_, err = one.c.Downgrade(ctx, clientv3.DowngradeValidate, version)
-	if errors.Is(err, rpctypes.ErrDowngradeInProcess) {
-		// Enabled already (a member that had not applied it yet reported none): there is
-		// one step to a lower minor release, so it is this one.
+	return e.through(ctx, endpoint, func(ctx context.Context, c *clientv3.Client) error {
+		_, err := c.Downgrade(ctx, clientv3.DowngradeValidate, version)
+		if errors.Is(err, rpctypes.ErrDowngradeInProcess) {
+			// Enabled already (a member that had not applied it yet reported none): there is
+			// one step to a lower minor release, so it is this one.
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("etcd refuses a downgrade to %s: %w", version, err)
+		}
+		if _, err := c.Downgrade(ctx, clientv3.DowngradeEnable, version); err != nil {
+			return fmt.Errorf("enabling the downgrade to %s: %w", version, err)
+		}
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("etcd refuses a downgrade to %s: %w", version, err)
-	}
-	if _, err := one.c.Downgrade(ctx, clientv3.DowngradeEnable, version); err != nil {
-		return fmt.Errorf("enabling the downgrade to %s: %w", version, err)
-	}
-	return nil
+	})
 }
 
 func (e *etcdClient) CancelDowngrade(ctx context.Context, endpoint string) error {
-	one, err := e.one(endpoint)
-	if err != nil {
-		return err
-	}
-	defer one.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	if _, err := one.c.Downgrade(ctx, clientv3.DowngradeCancel, ""); err != nil && !errors.Is(err, rpctypes.ErrNoInflightDowngrade) {
-		return fmt.Errorf("cancelling the downgrade: %w", err)
-	}
-	return nil
+	return e.through(ctx, endpoint, func(ctx context.Context, c *clientv3.Client) error {
+		if _, err := c.Downgrade(ctx, clientv3.DowngradeCancel, ""); err != nil && !errors.Is(err, rpctypes.ErrNoInflightDowngrade) {
+			return fmt.Errorf("cancelling the downgrade: %w", err)
+		}
+		return nil
+	})
 }
 
 func (e *etcdClient) Compact(ctx context.Context, rev int64) error {
@@ -470,17 +460,25 @@ func (e *etcdClient) Defragment(ctx context.Context, endpoint string) error {
 
 func (e *etcdClient) MoveLeader(ctx context.Context, leaderEndpoint string, to uint64) error {
 	// etcd takes MoveLeader only from its leader: a client of that one endpoint.
-	one, err := e.one(leaderEndpoint)
+	return e.through(ctx, leaderEndpoint, func(ctx context.Context, c *clientv3.Client) error {
+		if _, err := c.MoveLeader(ctx, to); err != nil {
+			return fmt.Errorf("moving leadership from %s to member %x: %w", leaderEndpoint, to, err)
+		}
+		return nil
+	})
+}
+
+// through calls f with a client of the member at endpoint alone and a context bounded by the
+// request timeout.
+func (e *etcdClient) through(ctx context.Context, endpoint string, f func(context.Context, *clientv3.Client) error) error {
+	one, err := e.one(endpoint)
 	if err != nil {
 		return err
 	}
 	defer one.Close()
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	if _, err := one.c.MoveLeader(ctx, to); err != nil {
-		return fmt.Errorf("moving leadership from %s to member %x: %w", leaderEndpoint, to, err)
-	}
-	return nil
+	return f(ctx, one.c)
 }
 
 // one is a client of the member at endpoint alone, with e's settings; the caller closes it.

@@ -163,22 +163,7 @@ func TestUpgrade35To36(t *testing.T) {
 	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
 	put(t, cli, "k", "v")
 	w := framework.StartWriter(cli, "w-")
-	c = getCluster(t, f, ns, "c")
-	before := c.DeepCopy()
-	c.Spec.Version = newVersion
-	if err := f.Client.Patch(context.Background(), c, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	framework.Eventually(t, 8*time.Minute, "every member on "+newVersion, func(ctx context.Context) (bool, error) {
-		c := &etcdv1beta2.EtcdCluster{}
-		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, c); err != nil {
-			return false, err
-		}
-		return c.Status.CurrentVersion == newVersion && c.Status.ReadyMembers == 3 && condition(c, "Upgrading") == "False/AsExpected", nil
-	})
-	t.Logf("MEASURE upgrade 3.5 -> 3.6 (3 members): %s", time.Since(start).Round(100*time.Millisecond))
-	waitAvailable(t, f, ns, "c", 3, 2*time.Minute)
+	moveTo(t, f, ns, newVersion)
 	w.Finish(t)
 	for _, p := range memberPods(t, f, ns, "c") {
 		if img := p.Spec.Containers[0].Image; img != framework.EtcdImage(newVersion) {

@@ -188,3 +188,31 @@ func deletePods(t testing.TB, f *framework.Framework, ns string, names ...string
 		}
 	}
 }
+
+// moveTo sets spec.version of cluster c in ns and waits until every member pod runs it and the
+// cluster reports it, Ready, with every member reading the data.
+func moveTo(t *testing.T, f *framework.Framework, ns, version string) {
+	t.Helper()
+	c := getCluster(t, f, ns, "c")
+	before := c.DeepCopy()
+	c.Spec.Version = version
+	if err := f.Client.Patch(context.Background(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	framework.Eventually(t, 8*time.Minute, "every member on "+version, func(ctx context.Context) (bool, error) {
+		c := &etcdv1beta2.EtcdCluster{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, c); err != nil {
+			return false, err
+		}
+		for _, p := range memberPods(t, f, ns, "c") {
+			if p.Spec.Containers[0].Image != framework.EtcdImage(version) {
+				return false, nil
+			}
+		}
+		return c.Status.CurrentVersion == version && c.Status.ReadyMembers == 3 && condition(c, "Upgrading") == "False/AsExpected", nil
+	})
+	t.Logf("MEASURE %s -> %s (3 members): %s", before.Spec.Version, version, time.Since(start).Round(100*time.Millisecond))
+	waitAvailable(t, f, ns, "c", 3, 2*time.Minute)
+	checkMembers(t, f, nil, "http", ns, "c", 3, "k", "v")
+}
