@@ -124,8 +124,15 @@ func waitServed(t *testing.T, f *framework.Framework, ns string, serial *big.Int
 	t.Helper()
 	for _, m := range []string{"db-0", "db-1", "db-2"} {
 		framework.Eventually(t, 4*time.Minute, m+" serves the renewed certificate", func(context.Context) (bool, error) {
-			if got := served(t, f, memberURL(ns, "db", m)).SerialNumber; got.Cmp(serial) != 0 {
-				return false, fmt.Errorf("%s serves certificate %x, want %x", m, got, serial)
+			// A handshake that fails is tried again: while the kubelet swaps the member's
+			// mounted certificate and key, etcd, which reads both files at each handshake, can
+			// read one old and one new and refuse that handshake ("tls: internal error").
+			got, err := servedCert(t.Context(), f, memberURL(ns, "db", m))
+			switch {
+			case err != nil:
+				return false, err
+			case got.SerialNumber.Cmp(serial) != 0:
+				return false, fmt.Errorf("%s serves certificate %x, want %x", m, got.SerialNumber, serial)
 			}
 			return true, nil
 		})
@@ -168,12 +175,21 @@ func tlsClient(t *testing.T, f *framework.Framework, ns, name string, endpoints 
 // served returns the certificate the member at url presents in a new TLS handshake.
 func served(t *testing.T, f *framework.Framework, url string) *certSummary {
 	t.Helper()
+	c, err := servedCert(t.Context(), f, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// servedCert is the certificate the member at url presents.
+func servedCert(ctx context.Context, f *framework.Framework, url string) (*certSummary, error) {
 	host := url[len("https://"):]
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	raw, err := f.DialTCP(ctx, host)
 	if err != nil {
-		t.Fatalf("dialing %s: %v", host, err)
+		return nil, fmt.Errorf("dialing %s: %w", host, err)
 	}
 	defer raw.Close()
 	// Only reads the certificate the member presents; nothing is sent.
@@ -181,11 +197,11 @@ func served(t *testing.T, f *framework.Framework, url string) *certSummary {
 	if err := conn.HandshakeContext(ctx); err != nil {
 		// The member requires a client certificate; the server's arrives before that check.
 		if st := conn.ConnectionState(); len(st.PeerCertificates) == 0 {
-			t.Fatalf("handshake with %s: %v", host, err)
+			return nil, fmt.Errorf("handshake with %s: %w", host, err)
 		}
 	}
 	c := conn.ConnectionState().PeerCertificates[0]
-	return &certSummary{SerialNumber: c.SerialNumber, DNSNames: c.DNSNames}
+	return &certSummary{SerialNumber: c.SerialNumber, DNSNames: c.DNSNames}, nil
 }
 
 type certSummary struct {
