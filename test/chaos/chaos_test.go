@@ -123,6 +123,7 @@ var faults = []fault{
 	{name: "operator-killed-after-promote", valueSize: 256, inject: operatorKilledAfterPromote},
 	{name: "operator-killed-after-member-remove", valueSize: 256, inject: operatorKilledAfterMemberRemove},
 	{name: "operator-killed-mid-upgrade", valueSize: 256, smoke: true, cluster: withVersion, inject: operatorKilledMidUpgrade},
+	{name: "member-lost-mid-downgrade", valueSize: 256, inject: memberLostMidDowngrade},
 	{name: "restore-operator-killed-mid-restore", valueSize: 256, inject: restoreOperatorKilled},
 	{name: "restore-operator-killed-mid-in-place-restore", valueSize: 256, inject: inPlaceRestoreKilled("restore-operator")},
 	{name: "etcd-operator-killed-mid-in-place-restore", valueSize: 256, inject: inPlaceRestoreKilled("etcd-operator")},

@@ -142,6 +142,75 @@ func operatorKilledMidUpgrade(t *testing.T, f *framework.Framework, ns string, _
 	return injected{size: 3, over: killed, note: fmt.Sprintf("killed once %s ran %s; upgrade finished %s after the kill", first, upgradeTo, time.Since(killed).Round(100*time.Millisecond))}
 }
 
+// memberLostMidDowngrade downgrades a 3.6 cluster without volumes to 3.5 and, once etcd reports
+// the downgrade enabled, force-deletes the pod of a member still on 3.6: its data goes with it.
+// etcd lets no member join while a downgrade is enabled, so the operator must remove the lost
+// member, cancel the downgrade, add a member on 3.6 and then finish the downgrade (enabling it
+// again when no member runs 3.5 yet): every member on 3.5, none of the acknowledged writes lost.
+func memberLostMidDowngrade(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	to := upgradeFrom
+	c, err := f.GetCluster(t.Context(), ns, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.DeepCopy()
+	c.Spec.Version = to
+	if err := f.Client.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	onOlder := func() (moved, newer []string) {
+		for _, p := range listMembers(f, ns) {
+			if p.Spec.Containers[0].Image == framework.EtcdImage(to) {
+				moved = append(moved, p.Name)
+			} else {
+				newer = append(newer, p.Name)
+			}
+		}
+		return moved, newer
+	}
+	// Paused as soon as etcd reports the downgrade enabled (the members then migrate their
+	// storage for seconds before the first moves), so that the loss lands while the downgrade
+	// is enabled and members still run 3.6: members move in seconds each.
+	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "c"))
+	framework.Eventually(t, 3*time.Minute, "etcd's downgrade enabled", func(ctx context.Context) (bool, error) {
+		st, err := cli.Status(ctx, framework.ClientEndpoint(ns, "c"))
+		if err != nil {
+			return false, err
+		}
+		return st.DowngradeInfo != nil && st.DowngradeInfo.Enabled, fmt.Errorf("not enabled yet (etcd %s)", st.Version)
+	})
+	f.SetPaused(t, ns, "c", true)
+	framework.Eventually(t, time.Minute, "the operator paused", func(ctx context.Context) (bool, error) {
+		c, err := f.GetCluster(ctx, ns, "c")
+		return err == nil && c.Status.ControlPaused, err
+	})
+	moved, newer := onOlder()
+	if len(newer) == 0 {
+		t.Fatalf("every member moved to %s before the pause: no member on %s to lose", to, upgradeTo)
+	}
+	victim := newer[rng.IntN(len(newer))]
+	forceDelete(t, f, ns, victim)
+	lost := time.Now()
+	f.SetPaused(t, ns, "c", false)
+	t.Logf("fault: %s, still on %s, lost with its data during the downgrade (%v already on %s)", victim, upgradeTo, moved, to)
+	framework.Eventually(t, healTimeout, "every member on "+to, func(ctx context.Context) (bool, error) {
+		c, err := f.GetCluster(ctx, ns, "c")
+		if err != nil {
+			return false, err
+		}
+		var old []string
+		for _, p := range listMembers(f, ns) {
+			if p.Spec.Containers[0].Image != framework.EtcdImage(to) {
+				old = append(old, p.Name)
+			}
+		}
+		return len(old) == 0 && c.Status.CurrentVersion == to && c.Status.ReadyMembers == 3,
+			fmt.Errorf("status.currentVersion %q, %d ready, pods not on %s: %v", c.Status.CurrentVersion, c.Status.ReadyMembers, to, old)
+	})
+	waitHealed(t, f, ns, 3)
+	return injected{size: 3, over: lost, note: fmt.Sprintf("%s lost on %s; every member on %s %s after the loss", victim, upgradeTo, to, time.Since(lost).Round(100*time.Millisecond))}
+}
+
 // withVersion makes the cluster at the upgrade kind's old version.
 func withVersion(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = upgradeFrom }
 
