@@ -296,12 +296,18 @@ func forceDelete(t *testing.T, f *framework.Framework, ns, name string) {
 
 func resize(t *testing.T, f *framework.Framework, ns string, size int32) {
 	t.Helper()
+	patchSpec(t, f, ns, func(s *etcdv1beta2.ClusterSpec) { s.Size = size })
+}
+
+// patchSpec changes the spec of cluster c in ns (a merge patch of what change changed).
+func patchSpec(t *testing.T, f *framework.Framework, ns string, change func(*etcdv1beta2.ClusterSpec)) {
+	t.Helper()
 	c, err := f.GetCluster(t.Context(), ns, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := c.DeepCopy()
-	c.Spec.Size = size
+	change(&c.Spec)
 	if err := f.Client.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
@@ -102,15 +101,7 @@ func operatorKilledBeforePromote(t *testing.T, f *framework.Framework, ns string
 // the first member's pod runs the new image. The next operator must finish the rolling upgrade,
 // one member at a time: every member on the new version, none lost.
 func operatorKilledMidUpgrade(t *testing.T, f *framework.Framework, ns string, _ *rand.Rand) injected {
-	c, err := f.GetCluster(t.Context(), ns, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := c.DeepCopy()
-	c.Spec.Version = upgradeTo
-	if err := f.Client.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, f, ns, func(s *etcdv1beta2.ClusterSpec) { s.Version = upgradeTo })
 	var first string
 	framework.Eventually(t, 3*time.Minute, "a member pod on "+upgradeTo, func(context.Context) (bool, error) {
 		for _, p := range listMembers(f, ns) {
@@ -125,19 +116,7 @@ func operatorKilledMidUpgrade(t *testing.T, f *framework.Framework, ns string, _
 	killed := time.Now()
 	t.Logf("fault: the etcd operator killed once %s ran %s", first, upgradeTo)
 	f.WaitForDeploymentAvailable(t, framework.OperatorNamespace, "etcd-operator", 3*time.Minute)
-	framework.Eventually(t, healTimeout, "every member on "+upgradeTo, func(ctx context.Context) (bool, error) {
-		c, err := f.GetCluster(ctx, ns, "c")
-		if err != nil {
-			return false, err
-		}
-		var old []string
-		for _, p := range listMembers(f, ns) {
-			if p.Spec.Containers[0].Image != framework.EtcdImage(upgradeTo) {
-				old = append(old, p.Name)
-			}
-		}
-		return len(old) == 0 && c.Status.CurrentVersion == upgradeTo, fmt.Errorf("status.currentVersion %q, pods not on %s: %v", c.Status.CurrentVersion, upgradeTo, old)
-	})
+	waitAllOn(t, f, ns, upgradeTo)
 	waitHealed(t, f, ns, 3)
 	return injected{size: 3, over: killed, note: fmt.Sprintf("killed once %s ran %s; upgrade finished %s after the kill", first, upgradeTo, time.Since(killed).Round(100*time.Millisecond))}
 }
@@ -149,15 +128,7 @@ func operatorKilledMidUpgrade(t *testing.T, f *framework.Framework, ns string, _
 // again when no member runs 3.5 yet): every member on 3.5, none of the acknowledged writes lost.
 func memberLostMidDowngrade(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 	to := upgradeFrom
-	c, err := f.GetCluster(t.Context(), ns, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := c.DeepCopy()
-	c.Spec.Version = to
-	if err := f.Client.Patch(t.Context(), c, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	patchSpec(t, f, ns, func(s *etcdv1beta2.ClusterSpec) { s.Version = to })
 	onOlder := func() (moved, newer []string) {
 		for _, p := range listMembers(f, ns) {
 			if p.Spec.Containers[0].Image == framework.EtcdImage(to) {
@@ -193,22 +164,28 @@ func memberLostMidDowngrade(t *testing.T, f *framework.Framework, ns string, rng
 	lost := time.Now()
 	f.SetPaused(t, ns, "c", false)
 	t.Logf("fault: %s, still on %s, lost with its data during the downgrade (%v already on %s)", victim, upgradeTo, moved, to)
-	framework.Eventually(t, healTimeout, "every member on "+to, func(ctx context.Context) (bool, error) {
+	waitAllOn(t, f, ns, to)
+	waitHealed(t, f, ns, 3)
+	return injected{size: 3, over: lost, note: fmt.Sprintf("%s lost on %s; every member on %s %s after the loss", victim, upgradeTo, to, time.Since(lost).Round(100*time.Millisecond))}
+}
+
+// waitAllOn waits until every member pod of cluster c runs version and status says so (the
+// members' readiness is waitHealed's).
+func waitAllOn(t *testing.T, f *framework.Framework, ns, version string) {
+	t.Helper()
+	framework.Eventually(t, healTimeout, "every member on "+version, func(ctx context.Context) (bool, error) {
 		c, err := f.GetCluster(ctx, ns, "c")
 		if err != nil {
 			return false, err
 		}
-		var old []string
+		var other []string
 		for _, p := range listMembers(f, ns) {
-			if p.Spec.Containers[0].Image != framework.EtcdImage(to) {
-				old = append(old, p.Name)
+			if p.Spec.Containers[0].Image != framework.EtcdImage(version) {
+				other = append(other, p.Name)
 			}
 		}
-		return len(old) == 0 && c.Status.CurrentVersion == to && c.Status.ReadyMembers == 3,
-			fmt.Errorf("status.currentVersion %q, %d ready, pods not on %s: %v", c.Status.CurrentVersion, c.Status.ReadyMembers, to, old)
+		return len(other) == 0 && c.Status.CurrentVersion == version, fmt.Errorf("status.currentVersion %q, pods not on %s: %v", c.Status.CurrentVersion, version, other)
 	})
-	waitHealed(t, f, ns, 3)
-	return injected{size: 3, over: lost, note: fmt.Sprintf("%s lost on %s; every member on %s %s after the loss", victim, upgradeTo, to, time.Since(lost).Round(100*time.Millisecond))}
 }
 
 // withVersion makes the cluster at the upgrade kind's old version.
