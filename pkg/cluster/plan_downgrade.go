@@ -115,14 +115,21 @@ func versioned(d Desired, o Observed, act Action) Action {
 // podVersion is the version a pod made now runs (see versioned); volume names the member
 // made again on its volume ("" for a new member).
 func podVersion(d Desired, o Observed, volume string) string {
+	newest := NewestPodVersion(o)
+	if !IsDowngrade(newest, d.Version) || (volume != "" && o.RecreateVersions[volume] == d.Version) {
+		return d.Version
+	}
+	return newest
+}
+
+// NewestPodVersion is the highest etcd version a member pod runs, or "" without pods: in a
+// downgrade, the release members are leaving.
+func NewestPodVersion(o Observed) string {
 	newest := ""
 	for _, p := range o.Pods {
 		if p.Version != "" && (newest == "" || CompareVersions(p.Version, newest) > 0) {
 			newest = p.Version
 		}
-	}
-	if !IsDowngrade(newest, d.Version) || (volume != "" && o.RecreateVersions[volume] == d.Version) {
-		return d.Version
 	}
 	return newest
 }

@@ -32,18 +32,6 @@ func runningVersion(obs *observation) string {
 	return lowest
 }
 
-// highestVersion is the highest etcd version among the member pods' images, or "" without
-// pods: in a downgrade, the release members are leaving.
-func highestVersion(obs *observation) string {
-	highest := ""
-	for _, p := range obs.Pods {
-		if p.Version != "" && (highest == "" || cluster.CompareVersions(p.Version, highest) > 0) {
-			highest = p.Version
-		}
-	}
-	return highest
-}
-
 // targetVersion decides the version members should run: spec.version when the change from the
 // running version is a supported path, otherwise the running version (nothing changes) and the
 // reason the change is refused.

@@ -119,16 +119,17 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 	}
 
 	c.Status.TargetVersion = ""
+	newest := cluster.NewestPodVersion(obs.Observed)
 	switch {
 	case upgradeErr != nil:
 		set(etcdv1beta2.ClusterConditionUpgrading, false, etcdv1beta2.ReasonUnsupportedUpgrade, upgradeErr.Error())
-	case runningVersion(obs) != "" && (runningVersion(obs) != target || highestVersion(obs) != target):
-		// A downgrade's first member on the older release makes it the lowest: the highest
+	case runningVersion(obs) != "" && (runningVersion(obs) != target || newest != target):
+		// A downgrade's first member on the older release makes it the lowest: the newest
 		// says members are still leaving the newer one.
 		c.Status.TargetVersion = target
 		from, how := runningVersion(obs), "upgrading"
-		if cluster.IsDowngrade(highestVersion(obs), target) {
-			from, how = highestVersion(obs), "downgrading"
+		if cluster.IsDowngrade(newest, target) {
+			from, how = newest, "downgrading"
 		}
 		set(etcdv1beta2.ClusterConditionUpgrading, true, etcdv1beta2.ReasonUpgradeInProgress, how+" members from "+from+" to "+target)
 	default:
