@@ -19,6 +19,8 @@
 # (the built one for the local cluster's kubeconfig). KUBECONFIG as kubectl reads it; when unset
 # and no ~/.kube/config exists, the local cluster's (hack/local-cluster.sh) if it is up.
 # DEPLOY_TIMEOUT (seconds, default 180) bounds the wait.
+# EXCLUDE_NAMESPACES (comma-separated, default none) adds --exclude-namespace to the three
+# operators: hack/e2e.sh names the namespaces of the Helm e2e tests' own releases.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 USER_KUBECTL="${KUBECTL:-}"
 source "$ROOT_DIR/hack/local-cluster/env.sh"
@@ -83,10 +85,13 @@ rendered() {
     else
       echo "images: [{name: etcd-operator, newName: \"$name\", newTag: \"$tag\"}]"
     fi
-    if [ -n "$id" ]; then
+    local ops=()
+    [ -z "$id" ] || ops+=("{\"op\": \"add\", \"path\": \"/spec/template/metadata/annotations\", \"value\": {\"etcd-operator.local/image-id\": \"$id\"}}")
+    [ -z "${EXCLUDE_NAMESPACES:-}" ] || ops+=("{\"op\": \"add\", \"path\": \"/spec/template/spec/containers/0/args/-\", \"value\": \"--exclude-namespace=$EXCLUDE_NAMESPACES\"}")
+    if [ ${#ops[@]} -gt 0 ]; then
       echo "patches:"
       echo "  - target: {kind: Deployment, namespace: $NAMESPACE}"
-      echo "    patch: '[{\"op\": \"add\", \"path\": \"/spec/template/metadata/annotations\", \"value\": {\"etcd-operator.local/image-id\": \"$id\"}}]'"
+      echo "    patch: '[$(IFS=,; echo "${ops[*]}")]'"
     fi
   } >"$dir/kustomization.yaml"
   local rc=0

@@ -45,6 +45,9 @@ fi
 export E2E_KUBECTL="${E2E_KUBECTL:-$KUBECTL}"
 # A failed test's namespace dump (pods, events, logs) goes there, not into the test log.
 export E2E_DUMP_DIR="${E2E_DUMP_DIR:-$CACHE_DIR/e2e/dumps}"
+# The Helm e2e tests run their own releases' operators on these namespaces: the shared ones leave
+# them alone (two operators acting on one EtcdCluster race each other; test/e2e/helm).
+export EXCLUDE_NAMESPACES="${EXCLUDE_NAMESPACES:-e2e-helm-watched,e2e-helm-upgrade-watched}"
 timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply
 
 rc=0

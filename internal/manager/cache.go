@@ -4,6 +4,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +24,12 @@ const (
 // with the cluster's other Pods, PVCs and Services; and no object's managedFields. An object of
 // theirs that lost the label, or a foreign object in the way of a name they need, is read
 // through the API reader where it matters (createOwned, the restore operator's own pod).
-func cacheOptions(watchNamespaces []string) cache.Options {
+//
+// Watching every namespace, the operators leave excludeNamespaces out of every informer (a field
+// selector on metadata.namespace): no object there ever starts a reconcile. Every kind they
+// cache is namespaced; a cluster-scoped one would need its own ByObject without that selector
+// (the API server refuses metadata.namespace for, e.g., Nodes).
+func cacheOptions(watchNamespaces, excludeNamespaces []string) cache.Options {
 	etcd := labels.SelectorFromSet(labels.Set{etcdLabel: etcdLabelValue})
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -34,6 +40,13 @@ func cacheOptions(watchNamespaces []string) cache.Options {
 			&corev1.Service{}:               {Label: etcd},
 			&policyv1.PodDisruptionBudget{}: {Label: etcd},
 		},
+	}
+	var exclude []fields.Selector
+	for _, ns := range excludeNamespaces {
+		exclude = append(exclude, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	if len(exclude) > 0 {
+		opts.DefaultFieldSelector = fields.AndSelectors(exclude...)
 	}
 	if len(watchNamespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

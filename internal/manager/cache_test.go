@@ -17,7 +17,7 @@ import (
 func TestCacheSelectsMemberObjects(t *testing.T) {
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: etcdv1beta2.ClusterSpec{Size: 1,
 		Pod: &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{}}}}
-	opts := cacheOptions(nil)
+	opts := cacheOptions(nil, nil)
 	for obj, by := range opts.ByObject {
 		var l map[string]string
 		switch obj.(type) {

@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ..
 			return err
 		}
 	}
-	cacheOpts := cacheOptions(opts.WatchNamespaces)
+	cacheOpts := cacheOptions(opts.WatchNamespaces, opts.ExcludeNamespaces)
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,

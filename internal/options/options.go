@@ -33,9 +33,12 @@ type Options struct {
 	MetricsSecure bool
 	// MetricsCertDir holds tls.crt and tls.key for the secure metrics endpoint; empty: a
 	// self-signed certificate made at start.
-	MetricsCertDir          string
-	HealthProbeBindAddress  string
-	WatchNamespace          string
+	MetricsCertDir         string
+	HealthProbeBindAddress string
+	WatchNamespace         string
+	// ExcludeNamespace lists, comma-separated, namespaces a cluster-wide operator leaves alone
+	// (those of a namespaced install next to it); only without WatchNamespace.
+	ExcludeNamespace        string
 	MaxConcurrentReconciles int
 	// MaxConcurrentBackups bounds the operations that stream a whole snapshot (backups in the
 	// backup-operator, backup checks before a restore in the restore-operator) running at
@@ -72,6 +75,8 @@ type Options struct {
 
 	// WatchNamespaces is WatchNamespace split on commas (Complete fills it); empty means all.
 	WatchNamespaces []string
+	// ExcludeNamespaces is ExcludeNamespace split on commas (Complete fills it).
+	ExcludeNamespaces []string
 
 	Zap zap.Options
 }
@@ -110,6 +115,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "With --metrics-secure: directory with tls.crt and tls.key for the metrics endpoint (e.g. from cert-manager). Empty: a self-signed certificate made at start.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; \"0\" disables them.")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "Comma-separated namespaces to watch. Empty: all namespaces (cluster-wide).")
+	fs.StringVar(&o.ExcludeNamespace, "exclude-namespace", o.ExcludeNamespace, "Cluster-wide only: comma-separated namespaces to leave alone, e.g. those a namespaced install of the operators watches. Two operators acting on one EtcdCluster race each other's membership changes and status.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Objects of one kind reconciled in parallel.")
 	fs.IntVar(&o.MaxConcurrentBackups, "max-concurrent-backups", o.MaxConcurrentBackups, "backup-operator: backups that run at once; restore-operator: backup checks (the whole object read before a restore) that run at once. They run outside the reconcile workers, namespaces taking turns.")
 	fs.IntVar(&o.MaxConcurrentBackupsPerNamespace, "max-concurrent-backups-per-namespace", o.MaxConcurrentBackupsPerNamespace, "Of --max-concurrent-backups, how many one namespace may hold at once (a tenant whose store stalls holds at most these until the backups' deadlines).")
@@ -154,20 +160,30 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 
 // Complete fills in values derived from the flags and the environment.
 func (o *Options) Complete() {
-	o.WatchNamespaces = nil
-	for _, ns := range strings.Split(o.WatchNamespace, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			o.WatchNamespaces = append(o.WatchNamespaces, ns)
-		}
-	}
+	o.WatchNamespaces = splitList(o.WatchNamespace)
+	o.ExcludeNamespaces = splitList(o.ExcludeNamespace)
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
 	}
 }
 
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
 	var errs []error
+	if len(o.WatchNamespaces) > 0 && len(o.ExcludeNamespaces) > 0 {
+		errs = append(errs, errors.New("--exclude-namespace applies to a cluster-wide operator only: with --watch-namespace, leave the namespace out of that list instead"))
+	}
 	if o.MaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles))
 	}
@@ -196,7 +212,7 @@ func (o *Options) Validate() error {
 
 // String renders the effective configuration for the start-up log.
 func (o *Options) String() string {
-	return fmt.Sprintf("leaderElect=%t leaderElectionID=%s leaderElectionNamespace=%q metrics=%s metricsSecure=%t health=%s watchNamespaces=%v maxConcurrentReconciles=%d maxConcurrentBackups=%d/%d per namespace createCRD=%t etcdDialTimeout=%s etcdRequestTimeout=%s ambientCredentials=%q",
+	return fmt.Sprintf("leaderElect=%t leaderElectionID=%s leaderElectionNamespace=%q metrics=%s metricsSecure=%t health=%s watchNamespaces=%v excludeNamespaces=%v maxConcurrentReconciles=%d maxConcurrentBackups=%d/%d per namespace createCRD=%t etcdDialTimeout=%s etcdRequestTimeout=%s ambientCredentials=%q",
 		o.LeaderElect, o.LeaderElectionID, o.LeaderElectionNamespace, o.MetricsBindAddress, o.MetricsSecure, o.HealthProbeBindAddress,
-		o.WatchNamespaces, o.MaxConcurrentReconciles, o.MaxConcurrentBackups, o.MaxConcurrentBackupsPerNamespace, o.CreateCRD, o.EtcdDialTimeout, o.EtcdRequestTimeout, o.AmbientCredentials)
+		o.WatchNamespaces, o.ExcludeNamespaces, o.MaxConcurrentReconciles, o.MaxConcurrentBackups, o.MaxConcurrentBackupsPerNamespace, o.CreateCRD, o.EtcdDialTimeout, o.EtcdRequestTimeout, o.AmbientCredentials)
 }

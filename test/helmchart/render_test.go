@@ -2,9 +2,11 @@ package helmchart
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,6 +82,17 @@ func TestChartRender(t *testing.T) {
 					cm.Metadata.Labels, data == strings.TrimRight(string(dashboard), "\n"))
 			}
 		}},
+		{"excludeNamespaces", []string{`excludeNamespaces=team-a\,team-b`}, func(t *testing.T, objs []object) {
+			deps := ofKind(objs, "Deployment")
+			if len(deps) != 3 {
+				t.Fatalf("%d Deployments rendered, want 3", len(deps))
+			}
+			for _, d := range deps {
+				if args := containerArgs(d); !slices.Contains(args, "--exclude-namespace=team-a,team-b") {
+					t.Errorf("Deployment %s args %v lack --exclude-namespace=team-a,team-b", d.Metadata.Name, args)
+				}
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +103,32 @@ func TestChartRender(t *testing.T) {
 			tt.check(t, objs)
 		})
 	}
+}
+
+// TestExcludeNeedsClusterWideRelease: excludeNamespaces next to watchNamespace fails the
+// render with the way out, as the operators refuse the two flags together.
+func TestExcludeNeedsClusterWideRelease(t *testing.T) {
+	_, out, err := render(t, "excludeNamespaces=team-a", "watchNamespace=team-b")
+	if err == nil || !strings.Contains(out, "excludeNamespaces applies to a cluster-wide release only") {
+		t.Fatalf("rendered (%v) without the refusal:\n%s", err, out)
+	}
+}
+
+// containerArgs is the args of a Deployment's first container.
+func containerArgs(d object) []string {
+	var out []string
+	spec, _ := d.Raw["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	pod, _ := tmpl["spec"].(map[string]any)
+	containers, _ := pod["containers"].([]any)
+	if len(containers) == 0 {
+		return nil
+	}
+	args, _ := containers[0].(map[string]any)["args"].([]any)
+	for _, a := range args {
+		out = append(out, fmt.Sprint(a))
+	}
+	return out
 }
 
 // TestValuesSchema: values.schema.json accepts the chart's defaults (every default value is

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,12 +33,35 @@ func (f *Framework) CreateNamespace(t testing.TB, base string) string {
 	if len(base) > 40 {
 		base = base[:40]
 	}
+	return f.createNamespace(t, fmt.Sprintf("e2e-%s-%s", base, rand.String(5)))
+}
+
+// CreateNamespaceNamed is CreateNamespace for a namespace whose name is fixed, e.g. one the
+// shared operators are deployed to leave alone (--exclude-namespace): a namespace of that name
+// left by an earlier run is waited for until it is gone.
+func (f *Framework) CreateNamespaceNamed(t testing.TB, name string) string {
+	t.Helper()
+	Eventually(t, 3*time.Minute, "namespace "+name+" of an earlier run gone", func(ctx context.Context) (bool, error) {
+		err := f.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("namespace %s still exists", name)
+		}
+		return false, err
+	})
+	return f.createNamespace(t, name)
+}
+
+func (f *Framework) createNamespace(t testing.TB, name string) string {
+	t.Helper()
 	label := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(label) > 63 {
 		label = strings.Trim(label[:63], "-")
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   fmt.Sprintf("e2e-%s-%s", base, rand.String(5)),
+		Name:   name,
 		Labels: map[string]string{TestLabel: label},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -34,9 +34,9 @@ import (
 //     restart);
 //   - `helm uninstall` leaves the CRDs and the cluster.
 //
-// The local cluster is shared with the kustomize-deployed operators (hack/deploy.sh), whose
-// CRDs the previous chart finds in place (Helm skips crds/ that exist) and the new chart takes
-// over: --take-ownership, as docs/install.md tells users upgrading from chart 0.1.0. The envtest
+// The local cluster is shared with the kustomize-deployed operators (hack/deploy.sh), which
+// leave the watched namespace alone (unwatchedNamespace) and whose CRDs the previous chart finds
+// in place (Helm skips crds/ that exist) and the new chart takes over: --take-ownership, as docs/install.md tells users upgrading from chart 0.1.0. The envtest
 // test test/helmchart TestHelmUpgradeUpgradesCRDs shows the CRDs themselves changing, which the
 // shared cluster cannot (its CRDs are the working tree's already).
 //
@@ -52,7 +52,7 @@ func TestHelmUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseNS := f.CreateNamespace(t, "helm-upgrade")
-	watchNS := f.CreateNamespace(t, "helm-upgrade-watched")
+	watchNS := unwatchedNamespace(t, f, "e2e-helm-upgrade-watched")
 	release := "up-" + releaseNS[strings.LastIndex(releaseNS, "-")+1:]
 	repo, tag := image()
 	common := []string{"--namespace", releaseNS, "--set", "watchNamespace=" + watchNS,
