@@ -318,19 +318,39 @@ func (e *etcdClient) Promote(ctx context.Context, id uint64) error {
 }
 
 func (e *etcdClient) Remove(ctx context.Context, id uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	rctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	_, err := e.c.MemberRemove(ctx, id)
+	_, err := e.c.MemberRemove(rctx, id)
 	// "server stopped": the member that served the request was the one removed, and stopped
-	// before answering. The removal may or may not have committed; a retry finds out (removing a
-	// removed member succeeds).
+	// before answering. The removal may or may not have committed: a linearizable member list
+	// without the member says it did (so the caller goes on as after a removal: its event, the
+	// pod's deletion), otherwise a retry finds out (removing a removed member succeeds).
 	if retryable(err) || errors.Is(err, rpctypes.ErrStopped) {
+		if gone, lerr := e.removed(ctx, id); lerr == nil && gone {
+			return nil
+		}
 		return fmt.Errorf("removing member %x: %w", id, ErrNotReadyForChange)
 	}
 	if err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
 		return fmt.Errorf("removing member %x: %w", id, err)
 	}
 	return nil
+}
+
+// removed reports whether a linearizable member list lacks member id.
+func (e *etcdClient) removed(ctx context.Context, id uint64) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.c.MemberList(ctx) // linearizable: clientv3's default
+	if err != nil {
+		return false, err
+	}
+	for _, m := range resp.Members {
+		if m.ID == id {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func (e *etcdClient) Status(ctx context.Context, endpoint string) (EndpointStatus, error) {
