@@ -143,7 +143,7 @@ test-upgrade: ## Upgrade e2e on the local cluster: the previous release (hack/pr
 .PHONY: test-multinode
 test-multinode: ## Spread and drain e2e on a three-node local cluster (make local-up-3; `make local-down` first if one node runs).
 	LC_NODES=3 hack/local-cluster.sh up
-	E2E_PKGS=./test/e2e/etcdcluster/ hack/e2e.sh -run '^(TestSpreadOverNodes|TestDrainMovesOneMemberAtATime|TestNodeLostMemberReplaced)$$'
+	E2E_PKGS=./test/e2e/etcdcluster/ hack/e2e.sh -run '^(TestSpreadOverNodes|TestDrainMovesOneMemberAtATime|TestNodeLostMemberReplaced|TestNodeLostVolumeMemberReplaced)$$'
 
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed).

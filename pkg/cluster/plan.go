@@ -26,7 +26,7 @@ type PodState struct {
 	// were recorded: never rolled).
 	SpecHash string
 	// UnreadyFor is how long the pod has been running with its etcd not ready (its Ready
-	// condition False since then); 0 for a pod that is ready, not running or terminating.
+	// condition False since then), terminating or not; 0 for a pod that is ready or not running.
 	UnreadyFor time.Duration
 	// Restarts is how many times the pod's etcd container restarted (a crash loop restarts
 	// it; an etcd that runs but does not answer does not).
@@ -302,6 +302,14 @@ func next(d Desired, o Observed) Action {
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: m.PodName(), Message: "removing member " + m.PodName() + ": its pod and data are gone; a new member replaces it"}
 		case p.Terminating && p.Stuck && !d.PVC:
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: "removing member " + p.Name + ": its pod is stuck terminating (node gone?) and its data goes with it; a new member replaces it"}
+		case p.Terminating && p.Stuck:
+			// Its volume may have gone with its node (a local volume): it is replaced on a new
+			// volume, its own kept, once it is proven the one bad member (nextReplace).
+			if act, ok := nextReplace(d, o); ok && act.Pod == p.Name {
+				return act
+			}
+			return Action{Kind: ActionWait, Pod: p.Name, Message: "waiting for pod " + p.Name + ", stuck terminating (node lost?): its volume keeps the member's data; " +
+				"it is replaced on a new volume, its own kept, once its etcd has been down for spec.memberReplacement.afterSeconds while every other member is healthy"}
 		case p.Terminating:
 			return Action{Kind: ActionWait, Pod: p.Name, Message: "waiting for pod " + p.Name + " to terminate"}
 		case p.Failed() && !d.PVC:

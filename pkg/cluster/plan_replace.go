@@ -13,6 +13,11 @@ import (
 // the cluster and are healthy, so neither a partition of the majority nor a cluster-wide
 // problem (an alarm, no leader) looks like one bad member.
 //
+// A voting member whose pod is stuck terminating (its node lost: the taint manager deleted it
+// and no kubelet finishes the deletion) is judged the same way, its unready time counted from
+// its pod's Ready=False; with a volume, that is the only way it is replaced (one without is
+// removed as soon as its pod is stuck, by next).
+//
 // A learner is judged the same way, and only while its etcd container has never restarted. It
 // holds nothing of its own, so removing it costs nothing but its catching up again; a learner
 // that catches up answers its status (it is promoted once etcd lets it), so only one whose etcd
@@ -43,18 +48,25 @@ func nextReplace(d Desired, o Observed) (Action, bool) {
 		return Action{}, false
 	}
 	p, ok := o.Pods[bad.PodName()]
-	if !ok || p.Terminating || p.Phase != "Running" || p.UnreadyFor < d.ReplaceAfter {
+	// Stuck terminating past its grace period, or deleted by the taint manager from a lost
+	// node: no kubelet will finish it, and its volume may be on that node.
+	stuck := ok && p.Terminating && p.Stuck
+	if !ok || p.UnreadyFor < d.ReplaceAfter || (!stuck && (p.Terminating || p.Phase != "Running")) {
 		return Action{}, false
+	}
+	where := "its etcd has not been ready"
+	if stuck {
+		where = "its pod is stuck terminating (node lost?) and its etcd has not been ready"
 	}
 	if bad.IsLearner && p.Restarts > 0 {
 		return Action{}, false
 	}
 	if bad.IsLearner {
 		return Action{Kind: ActionReplaceMember, MemberID: bad.ID, Pod: p.Name, Message: fmt.Sprintf(
-			"replacing learner %s: its etcd has not answered for %s while the %d voting members are healthy; it holds nothing of its own: it is removed, its volume kept, and a fresh member added",
-			p.Name, p.UnreadyFor.Round(time.Second), voters)}, true
+			"replacing learner %s: %s for %s while the %d voting members are healthy; it holds nothing of its own: it is removed, its volume kept, and a fresh member added",
+			p.Name, where, p.UnreadyFor.Round(time.Second), voters)}, true
 	}
 	return Action{Kind: ActionReplaceMember, MemberID: bad.ID, Pod: p.Name, Message: fmt.Sprintf(
-		"replacing member %s: its etcd has not been ready for %s while the %d other voting members are healthy; it is removed, its volume kept, and a fresh member added",
-		p.Name, p.UnreadyFor.Round(time.Second), voters-1)}, true
+		"replacing member %s: %s for %s while the %d other voting members are healthy; it is removed, its volume kept, and a fresh member added",
+		p.Name, where, p.UnreadyFor.Round(time.Second), voters-1)}, true
 }

@@ -29,7 +29,8 @@ func (w *world) restarts(i int, n int32) *world {
 // replacement off, not while another member is unhealthy too (which one is bad is not proven),
 // a learner only when its etcd does not answer at all (one catching up answers and is promoted),
 // not while the cluster is short of its size (the fresh member comes first),
-// not a terminating or pending pod, and never on an unverified member list. After the
+// not a terminating or pending pod (but one stuck terminating on a lost node, whose volume may be
+// gone with the node), and never on an unverified member list. After the
 // replacement the cluster grows back with a new name.
 func TestNextReplace(t *testing.T) {
 	d := Desired{Name: "c", Size: 3, Version: "3.6.16", PVC: true, ReplaceAfter: 5 * time.Minute}
@@ -58,6 +59,10 @@ func TestNextReplace(t *testing.T) {
 		{"a learner and a voter down", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").member(3, "pvc", "learner", "down").unready(1, long).unready(3, long), ActionWait, ""},
 		{"short of its size", Desired{Name: "c", Size: 4, Version: "3.6.16", PVC: true, ReplaceAfter: time.Minute}, newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "pvc", "down").unready(2, long), ActionWait, "c-2"},
 		{"terminating", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "terminating").member(2, "pvc").unready(1, long), ActionWait, "c-1"},
+		{"stuck terminating on a lost node: a new volume, its own kept", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "stuck").member(2, "pvc").unready(1, long), ActionReplaceMember, "c-1"},
+		{"stuck terminating, not yet", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "stuck").member(2, "pvc").unready(1, short), ActionWait, "c-1"},
+		{"stuck terminating, replacement off", off, newWorld().member(0, "leader", "pvc").member(1, "pvc", "stuck").member(2, "pvc").unready(1, long), ActionWait, "c-1"},
+		{"stuck terminating while another of five is down", five, newWorld().member(0, "leader", "pvc").member(1, "pvc", "stuck").member(2, "pvc").member(3, "pvc", "down").member(4, "pvc").unready(1, long).unready(3, long), ActionWait, "c-1"},
 		{"quorum lost", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc", "down").unready(1, long).unready(2, long), ActionQuorumLost, ""},
 		{"unverified membership", d, newWorld().member(0, "leader", "pvc").member(1, "pvc", "down").member(2, "pvc").unready(1, long).serializable(), ActionMembershipUnverified, "c-1"},
 		{"replaced: the cluster grows back under a new name", d, newWorld().member(0, "leader", "pvc").member(2, "pvc").reserve("c-1"), ActionAddMember, "c-3"},

@@ -177,3 +177,21 @@ func TestPodStuck(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadyForTerminating: a pod deleted from a lost node keeps counting the time since its
+// Ready condition turned False (the node controller's doing), which the planner needs to
+// replace a member on a volume whose pod is stuck terminating; a ready pod counts nothing.
+func TestUnreadyForTerminating(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-1", DeletionTimestamp: &metav1.Time{Time: now.Add(-time.Minute)}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-6 * time.Minute))},
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reasonTaintEviction}}}}
+	if s := podState(p, now); !s.Stuck || s.UnreadyFor != 6*time.Minute {
+		t.Fatalf("podState = stuck %t, unready for %s; want stuck, 6m0s", s.Stuck, s.UnreadyFor)
+	}
+	p.Status.Conditions[0].Status = corev1.ConditionTrue
+	if s := podState(p, now); s.UnreadyFor != 0 {
+		t.Fatalf("a ready pod: unready for %s, want 0", s.UnreadyFor)
+	}
+}

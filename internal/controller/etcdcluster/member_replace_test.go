@@ -179,3 +179,93 @@ func grownWithReplacement(t *testing.T, base string, r etcdv1beta2.MemberReplace
 	waitConverged(t, ns, f, 3)
 	return ns, f
 }
+
+// TestVolumeMemberStuckOnLostNodeReplaced: a member on a volume whose node was lost (the taint
+// manager deleted its pod, which no kubelet finishes: it stays Terminating) is replaced on a new
+// volume once its pod has not been ready for afterSeconds while its peers are healthy, its own
+// volume kept for a person (its data may be on the lost node); the pod stuck terminating blocks
+// nothing. Before the replacement existed the cluster waited for the pod forever.
+func TestVolumeMemberStuckOnLostNodeReplaced(t *testing.T) {
+	ctx := context.Background()
+	ns, f := grownWithReplacement(t, "lostnode", etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](60)})
+	badVolume := uidOf(t, ns, "c-1", &corev1.PersistentVolumeClaim{})
+	others := map[string]types.UID{"c-0": uidOf(t, ns, "c-0", &corev1.Pod{}), "c-2": uidOf(t, ns, "c-2", &corev1.Pod{})}
+
+	// c-1's node is lost: its etcd is gone, the node controller marked the pod not ready two
+	// minutes ago, the taint manager deleted it; a finalizer plays the kubelet that never
+	// finishes the deletion.
+	f.kill("c-1")
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, p); err != nil {
+			return err
+		}
+		p.Finalizers = append(p.Finalizers, "test.etcd.database.coreos.com/kubelet-gone")
+		return k8s.Update(ctx, p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = retry.RetryOnConflict(conflictBackoff, func() error {
+			p := &corev1.Pod{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, p); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			p.Finalizers = nil
+			return k8s.Update(ctx, p)
+		})
+	})
+	// Deleted first, then marked: a pass never sees the pod running and not ready (which the
+	// replacement of a running member would take).
+	if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-1"}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	err = retry.RetryOnConflict(conflictBackoff, func() error {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, p); err != nil {
+			return err
+		}
+		p.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NodeLost", LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * time.Minute))},
+			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reasonTaintEviction, LastTransitionTime: metav1.Now()},
+		}
+		return k8s.Status().Update(ctx, p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	testutil.Eventually(t, testutil.Timeout, "c-1 replaced by a fresh member on a new volume", testutil.NoError(func() error {
+		if got := memberNames(f, true); !slices.Equal(got, []string{"c-0", "c-2", "c-3"}) {
+			return fmt.Errorf("voters %v", got)
+		}
+		return nil
+	}))
+	// Ready with three members while the old pod stays Terminating: it holds nothing back.
+	testutil.Eventually(t, testutil.Timeout, "Ready with three members beside the stuck pod", testutil.NoError(func() error {
+		cl := getCluster(t, ns, "c")
+		if condition(cl, "Ready") != "True/ClusterHealthy" || !slices.Equal(cl.Status.Members.Ready, []string{"c-0", "c-2", "c-3"}) {
+			return fmt.Errorf("Ready %s, members %+v, pods %v", condition(cl, "Ready"), cl.Status.Members, podNames(t, ns))
+		}
+		return nil
+	}))
+	kept := &corev1.PersistentVolumeClaim{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, kept); err != nil {
+		t.Fatalf("the replaced member's volume: %v", err)
+	}
+	if kept.UID != badVolume || kept.DeletionTimestamp != nil || kept.Annotations[etcdv1beta2.AnnotationReplacedAt] == "" {
+		t.Fatalf("volume c-1: uid %s (was %s), deleting %v, annotations %v; want it kept and marked replaced", kept.UID, badVolume, kept.DeletionTimestamp, kept.Annotations)
+	}
+	if uidOf(t, ns, "c-3", &corev1.PersistentVolumeClaim{}) == badVolume {
+		t.Fatal("the fresh member c-3 reuses the replaced volume")
+	}
+	for name, uid := range others {
+		if got := uidOf(t, ns, name, &corev1.Pod{}); got != uid {
+			t.Fatalf("member %s was touched (pod uid %s, was %s)", name, got, uid)
+		}
+	}
+	testutil.Eventually(t, testutil.Timeout, "one MemberReplaced warning", testutil.NoError(func() error {
+		return warningEvents(ns, etcdv1beta2.ReasonMemberReplaced, 1)
+	}))
+}

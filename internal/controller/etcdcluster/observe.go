@@ -240,9 +240,6 @@ func (r *Reconciler) probeMembers(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	wg.Wait()
 }
 
-// unreadyFor is how long p has been running with its Ready condition False: since the
-// condition's last transition (a crash-looping container never turns it True). 0 for a pod
-// that is ready, not running, terminating, or not yet reported on.
 // etcdRestarts is the restart count of p's etcd container.
 func etcdRestarts(p *corev1.Pod) int32 {
 	for _, cs := range p.Status.ContainerStatuses {
@@ -253,8 +250,13 @@ func etcdRestarts(p *corev1.Pod) int32 {
 	return 0
 }
 
+// unreadyFor is how long p has been running with its Ready condition False: since the
+// condition's last transition (a crash-looping container never turns it True; the node
+// controller turns it False when the pod's node stops reporting). 0 for a pod that is ready,
+// not running, or not yet reported on. A terminating pod counts too: the planner judges one only
+// once it is stuck (its node lost), and its deletion leaves the pod's phase as it was.
 func unreadyFor(p *corev1.Pod, now time.Time) time.Duration {
-	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+	if p.Status.Phase != corev1.PodRunning {
 		return 0
 	}
 	for _, cond := range p.Status.Conditions {

@@ -5,8 +5,6 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -212,84 +210,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// nodeLossBound is how long a 3-member emptyDir cluster may take to run three ready members
-// again after a node with one of them is lost: the Node NotReady after the node monitor's grace
-// (~45 s here), the pod evicted after the member's toleration of node.kubernetes.io/unreachable
-// (member.NodeLossToleration, 60 s; the API server's default is 300 s), then, once its grace
-// period is over, replaced by the etcd operator (a pod the taint manager deleted counts as
-// stuck at once). 3 min 6 s on 2026-11-27; 9 min 25 s with the defaults and podStuckGrace,
-// before both changes.
-const nodeLossBound = 5 * time.Minute
-
-// TestNodeLostMemberReplaced (issue 34): a node is lost (hack/local-cluster.sh node-down: its
-// kubelet, runtime and containers killed, its network cut) with one member of a 3-member
-// emptyDir cluster on it. The cluster keeps its quorum and serves writes throughout, and within
-// nodeLossBound it runs three ready members again, none on the lost node (its old pod stays
-// Terminating there until the node returns), with no
-// acknowledged write lost. Needs three schedulable nodes (`make test-multinode`).
-func TestNodeLostMemberReplaced(t *testing.T) {
-	f := framework.Global(t)
-	if n := len(readyNodes(t, f)); n < 3 {
-		t.Skipf("%d schedulable node(s); needs 3 (make test-multinode)", n)
-	}
-	ns := f.CreateNamespace(t, "etcd-nodeloss")
-	f.Create(t, newCluster(ns, "c", 3))
-	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
-	var lost, member string
-	for _, p := range memberPods(t, f, ns, "c") {
-		// Node 1 is the host itself: it cannot be failed this way.
-		if p.Spec.NodeName != "" && p.Spec.NodeName != "local-node" {
-			lost, member = p.Spec.NodeName, p.Name
-			break
-		}
-	}
-	if lost == "" {
-		t.Fatal("no member runs on a node other than local-node")
-	}
-	script := filepath.Join(f.RootDir, "hack", "local-cluster.sh")
-	nodeCmd := func(ctx context.Context, verb string) error {
-		out, err := exec.CommandContext(ctx, script, verb, lost).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s %s %s: %w\n%s", script, verb, lost, err, out)
-		}
-		return nil
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if err := nodeCmd(ctx, "node-up"); err != nil {
-			t.Errorf("bringing %s back: %v", lost, err)
-		}
-	})
-	w := framework.StartWriter(f.EtcdClient(t, clientEndpoint(ns, "c")), "/nodeloss/")
-	start := time.Now()
-	if err := nodeCmd(t.Context(), "node-down"); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("node %s lost with member %s at %s", lost, member, start.Format(time.TimeOnly))
-	framework.Eventually(t, nodeLossBound, "three ready members, none on the lost node", func(ctx context.Context) (bool, error) {
-		c, err := f.GetCluster(ctx, ns, "c")
-		if err != nil {
-			return false, err
-		}
-		list := &corev1.PodList{}
-		if err := f.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": "etcd", "etcd_cluster": "c"}); err != nil {
-			return false, err
-		}
-		where := map[string]string{}
-		onLost := false
-		for _, p := range list.Items {
-			where[p.Name] = p.Spec.NodeName
-			// The lost member's pod stays Terminating on the lost node until it returns: no
-			// member, nothing the cluster waits for.
-			onLost = onLost || (p.Spec.NodeName == lost && p.DeletionTimestamp == nil)
-		}
-		ok := condition(c, "Available") == "True/ClusterHealthy" && c.Status.ReadyMembers == 3 && len(c.Status.Members.Unready) == 0 && !onLost
-		return ok, fmt.Errorf("ready %d, unready %v, pods %v, conditions %v", c.Status.ReadyMembers, c.Status.Members.Unready, where, conds(c))
-	})
-	healed := time.Since(start)
-	w.Finish(t)
-	t.Logf("healed in %s (bound %s)", healed.Round(time.Second), nodeLossBound)
 }
