@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,7 +85,7 @@ func TestNodeLostVolumeMemberReplaced(t *testing.T) {
 
 // healAfterNodeLoss loses the node (not the host's own) of one member of cluster c under a
 // bounded write load and waits up to nodeLossBound for three ready members, none on the lost
-// node, with no acknowledged write lost; the node comes back at cleanup. It returns the lost
+// node and none of them the lost member, with no acknowledged write lost; the node comes back at cleanup. It returns the lost
 // member's name.
 func healAfterNodeLoss(t *testing.T, f *framework.Framework, ns string) string {
 	t.Helper()
@@ -137,7 +138,9 @@ func healAfterNodeLoss(t *testing.T, f *framework.Framework, ns string) string {
 			// member, nothing the cluster waits for.
 			onLost = onLost || (p.Spec.NodeName == lost && p.DeletionTimestamp == nil)
 		}
-		ok := condition(c, "Available") == "True/ClusterHealthy" && c.Status.ReadyMembers == 3 && len(c.Status.Members.Unready) == 0 && !onLost
+		// The lost member comes back under no name: its replacement has a new one.
+		ok := condition(c, "Available") == "True/ClusterHealthy" && c.Status.ReadyMembers == 3 && len(c.Status.Members.Unready) == 0 && !onLost &&
+			!slices.Contains(c.Status.Members.Ready, member)
 		return ok, fmt.Errorf("ready %d, unready %v, pods %v, conditions %v", c.Status.ReadyMembers, c.Status.Members.Unready, where, conds(c))
 	})
 	healed := time.Since(start)
