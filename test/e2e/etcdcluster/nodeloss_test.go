@@ -38,9 +38,7 @@ const nodeLossBound = 5 * time.Minute
 // schedulable nodes (`make test-multinode`).
 func TestNodeLostMemberReplaced(t *testing.T) {
 	f := framework.Global(t)
-	if n := len(readyNodes(t, f)); n < 3 {
-		t.Skipf("%d schedulable node(s); needs 3 (make test-multinode)", n)
-	}
+	needThreeNodes(t, f)
 	ns := f.CreateNamespace(t, "etcd-nodeloss")
 	f.Create(t, newCluster(ns, "c", 3))
 	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
@@ -56,9 +54,7 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 // a member on a volume whose pod was stuck Terminating was waited for forever.
 func TestNodeLostVolumeMemberReplaced(t *testing.T) {
 	f := framework.Global(t)
-	if n := len(readyNodes(t, f)); n < 3 {
-		t.Skipf("%d schedulable node(s); needs 3 (make test-multinode)", n)
-	}
+	needThreeNodes(t, f)
 	ns := f.CreateNamespace(t, "etcd-nodeloss-pvc")
 	c := onVolumes(newCluster(ns, "c", 3))
 	c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](30)}

@@ -22,6 +22,14 @@ import (
 // zoneLabel is the node label the members' default affinity spreads zones over.
 const zoneLabel = "topology.kubernetes.io/zone"
 
+// needThreeNodes skips a test that needs three schedulable nodes on a smaller cluster.
+func needThreeNodes(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	if n := len(readyNodes(t, f)); n < 3 {
+		t.Skipf("%d schedulable node(s); needs 3 (make test-multinode)", n)
+	}
+}
+
 // readyNodes lists the schedulable Ready nodes.
 func readyNodes(t testing.TB, f *framework.Framework) []corev1.Node {
 	t.Helper()
@@ -107,9 +115,7 @@ func TestSpreadOverNodes(t *testing.T) {
 // (`make test-multinode`).
 func TestDrainMovesOneMemberAtATime(t *testing.T) {
 	f := framework.Global(t)
-	if n := len(readyNodes(t, f)); n < 3 {
-		t.Skipf("%d schedulable node(s); needs 3 (make test-multinode)", n)
-	}
+	needThreeNodes(t, f)
 	ns := f.CreateNamespace(t, "etcd-drain")
 	f.Create(t, newCluster(ns, "c", 5))
 	waitAvailable(t, f, ns, "c", 5, 5*time.Minute)
