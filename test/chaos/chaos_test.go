@@ -115,6 +115,10 @@ var faults = []fault{
 			return injected{size: 3, survivor: true, note: fmt.Sprintf("%v lost with their volumes, %s survives", lose, keep)}
 		}},
 	{name: "node-drained", valueSize: 256, inject: nodeDrained},
+	{name: "node-lost", valueSize: 256, inject: nodeLost},
+	{name: "node-lost-volumes", valueSize: 256, cluster: withNodeLossOnVolumes, inject: nodeLost},
+	{name: "node-lost-with-etcd-operator", valueSize: 256, inject: nodeLostWithOperator},
+	{name: "node-lost-and-back", valueSize: 256, inject: nodeLostAndBack},
 	{name: "backup-operator-killed-mid-backup", valueSize: 256, inject: backupOperatorKilled},
 	{name: "member-killed-during-snapshot", valueSize: 256, inject: memberKilledDuringSnapshot},
 	{name: "nospace-under-load", valueSize: 256, smoke: true, cluster: withQuota, inject: noSpaceUnderLoad},

@@ -53,7 +53,7 @@ func (r *Reconciler) stuckPods(ctx context.Context, rs *etcdv1beta2.EtcdRestore,
 	}
 	list := strings.Join(desc, ", ")
 	if rs.Annotations[etcdv1beta2.AnnotationForceDeleteStuckPods] != "true" {
-		msg := fmt.Sprintf("pods of the replaced EtcdCluster %s stay Terminating: %s. Their nodes do not confirm they stopped (a node that is gone never does). Once you have made sure those nodes are gone, annotate this EtcdRestore with %s=true to force-delete them", old.Name, list, etcdv1beta2.AnnotationForceDeleteStuckPods)
+		msg := fmt.Sprintf("pods of the replaced EtcdCluster %s stay Terminating: %s. Their nodes do not confirm they stopped (a node that is gone never does). Once you have made sure those nodes are gone, fence them with the taint %s=nodeshutdown:NoExecute (Kubernetes then deletes their pods), or annotate this EtcdRestore with %s=true to have them force-deleted", old.Name, list, corev1.TaintNodeOutOfService, etcdv1beta2.AnnotationForceDeleteStuckPods)
 		if c := findCondition(rs.Status.Conditions, etcdv1beta2.RestoreConditionOldPodsStuck); c == nil || c.Message != msg {
 			r.Recorder.Event(rs, corev1.EventTypeWarning, etcdv1beta2.RestoreConditionOldPodsStuck, msg)
 		}

@@ -3,11 +3,6 @@
 package etcdcluster
 
 import (
-	"context"
-	"fmt"
-	"os/exec"
-	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -38,7 +33,7 @@ const nodeLossBound = 5 * time.Minute
 // schedulable nodes (`make test-multinode`).
 func TestNodeLostMemberReplaced(t *testing.T) {
 	f := framework.Global(t)
-	needThreeNodes(t, f)
+	f.NeedThreeNodes(t)
 	ns := f.CreateNamespace(t, "etcd-nodeloss")
 	f.Create(t, newCluster(ns, "c", 3))
 	waitAvailable(t, f, ns, "c", 3, 5*time.Minute)
@@ -54,7 +49,7 @@ func TestNodeLostMemberReplaced(t *testing.T) {
 // a member on a volume whose pod was stuck Terminating was waited for forever.
 func TestNodeLostVolumeMemberReplaced(t *testing.T) {
 	f := framework.Global(t)
-	needThreeNodes(t, f)
+	f.NeedThreeNodes(t)
 	ns := f.CreateNamespace(t, "etcd-nodeloss-pvc")
 	c := onVolumes(newCluster(ns, "c", 3))
 	c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](30)}
@@ -81,64 +76,16 @@ func TestNodeLostVolumeMemberReplaced(t *testing.T) {
 
 // healAfterNodeLoss loses the node (not the host's own) of one member of cluster c under a
 // bounded write load and waits up to nodeLossBound for three ready members, none on the lost
-// node and none of them the lost member, with no acknowledged write lost; the node comes back at cleanup. It returns the lost
-// member's name.
+// node and none of them the lost member, with no acknowledged write lost; the node comes back at
+// cleanup. It returns the lost member's name.
 func healAfterNodeLoss(t *testing.T, f *framework.Framework, ns string) string {
 	t.Helper()
-	var lost, member string
-	for _, p := range memberPods(t, f, ns, "c") {
-		// Node 1 is the host itself: it cannot be failed this way.
-		if p.Spec.NodeName != "" && p.Spec.NodeName != "local-node" {
-			lost, member = p.Spec.NodeName, p.Name
-			break
-		}
-	}
-	if lost == "" {
-		t.Fatal("no member runs on a node other than local-node")
-	}
-	script := filepath.Join(f.RootDir, "hack", "local-cluster.sh")
-	nodeCmd := func(ctx context.Context, verb string) error {
-		out, err := exec.CommandContext(ctx, script, verb, lost).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s %s %s: %w\n%s", script, verb, lost, err, out)
-		}
-		return nil
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if err := nodeCmd(ctx, "node-up"); err != nil {
-			t.Errorf("bringing %s back: %v", lost, err)
-		}
-	})
+	member, lost := f.MemberOffHost(t, ns, "c")
 	w := framework.StartWriter(f.EtcdClient(t, clientEndpoint(ns, "c")), "/nodeloss/")
 	start := time.Now()
-	if err := nodeCmd(t.Context(), "node-down"); err != nil {
-		t.Fatal(err)
-	}
+	f.NodeDown(t, lost)
 	t.Logf("node %s lost with member %s at %s", lost, member, start.Format(time.TimeOnly))
-	framework.Eventually(t, nodeLossBound, "three ready members, none on the lost node", func(ctx context.Context) (bool, error) {
-		c, err := f.GetCluster(ctx, ns, "c")
-		if err != nil {
-			return false, err
-		}
-		list := &corev1.PodList{}
-		if err := f.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": "etcd", "etcd_cluster": "c"}); err != nil {
-			return false, err
-		}
-		where := map[string]string{}
-		onLost := false
-		for _, p := range list.Items {
-			where[p.Name] = p.Spec.NodeName
-			// The lost member's pod stays Terminating on the lost node until it returns: no
-			// member, nothing the cluster waits for.
-			onLost = onLost || (p.Spec.NodeName == lost && p.DeletionTimestamp == nil)
-		}
-		// The lost member comes back under no name: its replacement has a new one.
-		ok := condition(c, "Available") == "True/ClusterHealthy" && c.Status.ReadyMembers == 3 && len(c.Status.Members.Unready) == 0 && !onLost &&
-			!slices.Contains(c.Status.Members.Ready, member)
-		return ok, fmt.Errorf("ready %d, unready %v, pods %v, conditions %v", c.Status.ReadyMembers, c.Status.Members.Unready, where, conds(c))
-	})
+	f.WaitNodeLossHealed(t, ns, "c", 3, member, lost, nodeLossBound)
 	healed := time.Since(start)
 	w.Finish(t)
 	t.Logf("healed in %s (bound %s)", healed.Round(time.Second), nodeLossBound)

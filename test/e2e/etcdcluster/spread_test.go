@@ -22,32 +22,6 @@ import (
 // zoneLabel is the node label the members' default affinity spreads zones over.
 const zoneLabel = "topology.kubernetes.io/zone"
 
-// needThreeNodes skips a test that needs three schedulable nodes on a smaller cluster.
-func needThreeNodes(t *testing.T, f *framework.Framework) {
-	t.Helper()
-	if n := len(readyNodes(t, f)); n < 3 {
-		t.Skipf("%d schedulable node(s); needs 3 (make test-multinode)", n)
-	}
-}
-
-// readyNodes lists the schedulable Ready nodes.
-func readyNodes(t testing.TB, f *framework.Framework) []corev1.Node {
-	t.Helper()
-	nodes := &corev1.NodeList{}
-	if err := f.Client.List(t.Context(), nodes); err != nil {
-		t.Fatal(err)
-	}
-	var out []corev1.Node
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !n.Spec.Unschedulable {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
 // TestSpreadOverNodes (issue 34): a 3-member cluster with the default pod policy runs one
 // member per node and per zone where there are three of each, and says so (Spread True); on
 // fewer nodes it says which node would take the quorum with it (Spread False,
@@ -55,7 +29,7 @@ func readyNodes(t testing.TB, f *framework.Framework) []corev1.Node {
 func TestSpreadOverNodes(t *testing.T) {
 	t.Parallel()
 	f := framework.Global(t)
-	nodes := readyNodes(t, f)
+	nodes := f.ReadyNodes(t)
 	zoneOf := map[string]string{}
 	zones := map[string]bool{}
 	for _, n := range nodes {
@@ -115,7 +89,7 @@ func TestSpreadOverNodes(t *testing.T) {
 // (`make test-multinode`).
 func TestDrainMovesOneMemberAtATime(t *testing.T) {
 	f := framework.Global(t)
-	needThreeNodes(t, f)
+	f.NeedThreeNodes(t)
 	ns := f.CreateNamespace(t, "etcd-drain")
 	f.Create(t, newCluster(ns, "c", 5))
 	waitAvailable(t, f, ns, "c", 5, 5*time.Minute)

@@ -226,7 +226,9 @@ const (
 	// RestoreConditionOldPodsStuck is True while pods of the cluster an in-place restore
 	// replaces stay Terminating long past their grace period (their node is gone, or no longer
 	// reports): the message names them and their nodes. The restore cannot go on until they are
-	// gone; AnnotationForceDeleteStuckPods lets it force-delete them. False once they are gone.
+	// gone: fencing their nodes with the node.kubernetes.io/out-of-service taint has Kubernetes
+	// delete them, AnnotationForceDeleteStuckPods has the etcd operator force-delete them.
+	// False once they are gone.
 	RestoreConditionOldPodsStuck = "OldPodsStuck"
 )
 
