@@ -141,9 +141,10 @@ test-upgrade: ## Upgrade e2e on the local cluster: the previous release (hack/pr
 	hack/upgrade-test.sh
 
 .PHONY: test-multinode
-test-multinode: ## Spread and drain e2e on a three-node local cluster (make local-up-3; `make local-down` first if one node runs).
+test-multinode: ## Spread, drain, node-loss and restore-after-node-loss e2e on a three-node local cluster (make local-up-3; `make local-down` first if one node runs).
 	LC_NODES=3 hack/local-cluster.sh up
 	E2E_PKGS=./test/e2e/etcdcluster/ hack/e2e.sh -run '^(TestSpreadOverNodes|TestDrainMovesOneMemberAtATime|TestNodeLostMemberReplaced|TestNodeLostVolumeMemberReplaced)$$'
+	E2E_PKGS=./test/e2e/restore/ hack/e2e.sh -run '^TestInPlaceRestoreWithMemberOnLostNode$$'
 
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed).
