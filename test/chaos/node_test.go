@@ -73,18 +73,18 @@ func nodeLostWithOperator(t *testing.T, f *framework.Framework, ns string, _ *ra
 			t.Fatalf("etcd operator pod %s runs on %s, not on %s", p.Name, p.Spec.NodeName, node)
 		}
 	}
-	return loseNode(t, f, ns, member, node, "with the etcd operator")
+	return loseNode(t, f, ns, member, node, " with the etcd operator")
 }
 
-// loseNode loses node, which runs member, and waits for the heal itself: the status can show
-// the lost member ready for up to a minute after the loss, so runFault's wait for Available
-// would count a stale status as healed.
+// loseNode loses node, which runs member (what: " with ..." for the note), and waits for the
+// heal itself: the status can show the lost member ready for up to a minute after the loss, so
+// runFault's wait for Available would count a stale status as healed.
 func loseNode(t *testing.T, f *framework.Framework, ns, member, node, what string) injected {
 	start := time.Now()
 	f.NodeDown(t, node)
-	t.Logf("fault: node %s lost %s with member %s", node, what, member)
+	t.Logf("fault: node %s lost%s, with member %s", node, what, member)
 	f.WaitNodeLossHealed(t, ns, "c", 3, member, node, nodeLossHeal)
-	return injected{size: 3, over: start, note: fmt.Sprintf("%s lost %s with %s", node, what, member)}
+	return injected{size: 3, over: start, note: fmt.Sprintf("%s lost%s, with %s", node, what, member)}
 }
 
 // nodeLostAndBack loses the node of one member for a seeded 20 to 120 s and brings it back
