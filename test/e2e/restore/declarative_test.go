@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,14 +36,7 @@ func TestDeclarativeRecovery(t *testing.T) {
 	const n = 5_000
 	pre := "/gitops/"
 
-	app := func() *etcdv1beta2.EtcdCluster {
-		c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Spec: etcdv1beta2.ClusterSpec{Size: 3}}
-		c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-		}}
-		return c
-	}
+	app := func() *etcdv1beta2.EtcdCluster { return clusterOnVolumes(ns, "app", "64Mi") }
 	f.Create(t, app())
 	f.WaitClusterAvailable(t, ns, "app", 3, 5*time.Minute)
 	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "app"))

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,12 +36,7 @@ func TestInPlaceRestoreWithMemberOnLostNode(t *testing.T) {
 	ns := f.CreateNamespace(t, "restore-nodeloss")
 	ctx := t.Context()
 
-	db := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: etcdv1beta2.ClusterSpec{Size: 3}}
-	db.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
-	}}
-	f.Create(t, db)
+	f.Create(t, clusterOnVolumes(ns, "db", "256Mi"))
 	f.WaitClusterAvailable(t, ns, "db", 3, 5*time.Minute)
 	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
 	const n = 2_000

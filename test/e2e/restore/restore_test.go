@@ -51,11 +51,7 @@ func TestRestore(t *testing.T) {
 	ns := f.CreateNamespace(t, "restore")
 	ctx := t.Context()
 
-	db := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: etcdv1beta2.ClusterSpec{Size: 3}}
-	db.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("256Mi")}},
-	}}
+	db := clusterOnVolumes(ns, "db", "256Mi")
 	f.Create(t, db)
 	f.WaitClusterAvailable(t, ns, "db", 3, 5*time.Minute)
 	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "db"))
@@ -226,6 +222,16 @@ func TestRestore(t *testing.T) {
 	}
 	t.Logf("RTO of the %d-key restore: %s in status (disaster to verified: %s); backup %d bytes; verification %+v",
 		keys, rs.Status.Duration.Duration, total.Round(time.Millisecond), rs.Status.BackupSize, *v)
+}
+
+// clusterOnVolumes is a 3-member EtcdCluster whose members have volumes of the given size.
+func clusterOnVolumes(ns, name, size string) *etcdv1beta2.EtcdCluster {
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: etcdv1beta2.ClusterSpec{Size: 3}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+	}}
+	return c
 }
 
 func coreosRestore(ns, name, cluster string, src etcdv1beta2.BackupSource) *etcdv1beta2.EtcdRestore {
