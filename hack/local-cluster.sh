@@ -747,12 +747,14 @@ down() {
     log "removing bridge $LC_BRIDGE"
     ip link delete "$LC_BRIDGE" 2>/dev/null || true
   fi
+  adopt_leftover_kube_chains || true
   iptables_cleanup
   if [ -f "$LC_DIR/saved-ip_forward" ]; then
     sysctl -qw "net.ipv4.ip_forward=$(cat "$LC_DIR/saved-ip_forward")"
   fi
   remove_pv_paths
   rm -rf "$LC_VAR_DIR" "$LC_RUN_DIR" "$LC_DIR"
+  rm -f "$LC_STATE"
   [ "$(cat "$OWNER_FILE" 2>/dev/null)" != "$LC_DIR" ] || rm -f "$OWNER_FILE"
   log "local cluster is down"
 }

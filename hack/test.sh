@@ -59,6 +59,10 @@ if [ "$mode" = all ]; then
   hack/build-etcd.sh
   ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")" BENCH_BACKUP_SIZES=16MiB BENCH_ENCODING_SIZES=16MiB BENCH_RUNS=1 BENCH_BACKUP_OUT="$CACHE_DIR/bench/backup-smoke.md" \
     go test -tags bench -count=1 -run '^TestBackupBench$' ./bench/snapshot/ || rc=$?
+  # down removes only what the local cluster made, also when an earlier clone's cluster was left
+  # behind on a reused machine (the CI failure of 2026-11-28): checked in a sandbox, ~45 s.
+  log "local cluster teardown self-test"
+  hack/local-cluster/selftest.sh || rc=$?
   log "e2e on the local cluster"
   if ! wait "$cert_manager_build"; then # hack/e2e.sh builds it again, in the foreground
     log "building cert-manager beside the unit tests failed:"

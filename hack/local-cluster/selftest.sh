@@ -44,7 +44,7 @@ HASH=ABCDEFGHIJKLMNOP
 
 # Ours, as a running cluster leaves them.
 mkdir -p "$LC_DIR/pids" "$LC_VAR_DIR/kubelet/pods/$OUR_UID" "$LC_RUN_DIR" /tmp/hostpath_pv/pvc-ours
-printf '%s\n' iptables_kube=created cni_hostport=created kubepods=created hostpath_pv=foreign >"$LC_DIR/state"
+printf '%s\n' iptables_kube=created cni_hostport=created kubepods=created hostpath_pv=foreign >"$LC_VAR_DIR/host-state"
 echo /tmp/hostpath_pv/pvc-ours >"$LC_DIR/pv-paths"
 ip link add eo-local0 type bridge && ip link set eo-local0 up
 iptables -w -N EO-LOCAL-FORWARD && iptables -w -A EO-LOCAL-FORWARD -i eo-local0 -j ACCEPT
@@ -179,6 +179,44 @@ check "netns eo-local-decoy and its veth kept" sh -c 'ip netns list | grep -q "^
 check "route on another interface kept" sh -c 'ip route show | grep -q "^10.99.1.0/24 via 10.99.0.2"'
 check "process in cgroup eo-local-decoy alive" alive "$decoy_cg_pid"
 check "another network's CNI results kept" test -e /var/lib/cni/results/other-net-decoycid-eth0 -a -e /var/lib/cni/results/cni-loopback-decoycid-lo
+
+# Leftovers of an earlier clone's cluster (a reused CI machine): the work tree and its state are
+# gone, the bridge, the var directory and kube-proxy's chains are not. The chains route the
+# kubernetes Service to our apiserver, so they are ours; down removes them.
+kube_proxy_chains() { # kube_proxy_chains APISERVER: what kube-proxy leaves for the kubernetes Service
+  for c in KUBE-SERVICES KUBE-POSTROUTING KUBE-MARK-MASQ "KUBE-SVC-$HASH" "KUBE-SEP-$HASH"; do iptables -w -t nat -N "$c"; done
+  iptables -w -t nat -A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "default/kubernetes:https cluster IP" -j "KUBE-SVC-$HASH"
+  iptables -w -t nat -A "KUBE-SVC-$HASH" -m comment --comment "default/kubernetes:https -> $1" -j "KUBE-SEP-$HASH"
+  iptables -w -t nat -A "KUBE-SEP-$HASH" -p tcp -m comment --comment "default/kubernetes:https" -m tcp -j DNAT --to-destination "$1"
+  iptables -w -t nat -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+  iptables -w -N KUBE-FIREWALL && iptables -w -A INPUT -j KUBE-FIREWALL
+}
+mkdir -p "$LC_VAR_DIR/kubelet/pods"
+ip link add eo-local0 type bridge && ip addr add 10.244.0.1/24 dev eo-local0
+kube_proxy_chains 10.244.0.1:6443
+echo "selftest: $SCRIPT down over an earlier clone's leftovers (no state anywhere)"
+rc=0
+"$SCRIPT" down || rc=$?
+echo "-- an earlier clone's leftovers"
+check "down exits 0" test "$rc" = 0
+check "nat KUBE-SERVICES routing to our apiserver removed" no chain nat KUBE-SERVICES
+check "nat KUBE-SEP-$HASH removed" no chain nat "KUBE-SEP-$HASH"
+check "filter KUBE-FIREWALL and its jump removed" no chain filter KUBE-FIREWALL
+check "bridge eo-local0 removed" no ip link show eo-local0
+check "var directory and its state removed" no test -e "$LC_VAR_DIR"
+check "filter KUBE-DECOY-TEST kept" chain filter KUBE-DECOY-TEST
+
+# Another Kubernetes' chains, no state: its apiserver is elsewhere, so down leaves them.
+mkdir -p "$LC_VAR_DIR"
+kube_proxy_chains 192.0.2.10:6443
+echo "selftest: $SCRIPT down next to another Kubernetes' chains (no state anywhere)"
+rc=0
+"$SCRIPT" down || rc=$?
+echo "-- another Kubernetes' chains"
+check "down exits 0" test "$rc" = 0
+check "nat KUBE-SERVICES of another apiserver kept" chain nat KUBE-SERVICES
+check "nat KUBE-SEP-$HASH of another apiserver kept" chain nat "KUBE-SEP-$HASH"
+check "filter KUBE-FIREWALL of another Kubernetes kept" chain filter KUBE-FIREWALL
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

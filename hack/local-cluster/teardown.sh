@@ -6,8 +6,10 @@
 #
 # - iptables: our EO-LOCAL-* chains; the chains our kube-proxy and kubelet make (fixed names
 #   and kube-proxy's hashed KUBE-SVC-/SEP-/... chains) only when $LC_STATE records that they did
-#   not exist before our first `up`; CNI chains only when their rules name our CNI network;
-#   jump rules only where they lead to one of those chains.
+#   not exist before our first `up`, or when no state says anything and they route the
+#   kubernetes Service to our apiserver (a local cluster whose state went with its work tree);
+#   CNI chains only when their rules name our CNI network; jump rules only where they lead to
+#   one of those chains.
 # - network namespaces: those of our pods, found from our bridge's veths and from the CNI
 #   results of our network, never by the cni- prefix alone.
 # - cgroups: those of our pods (pod<UID> for the UIDs in our kubelet's pods directory); the
@@ -19,7 +21,11 @@
 #   kube-proxy's iptables), the veths eo-local-v<i>, the v1 cgroup roots /eo-local-n<i> and every
 #   process in them, the routes through our bridge to the nodes' pod CIDRs.
 
-LC_STATE="$LC_DIR/state"
+# The state lives with the host objects it describes, not in the work tree: a fresh clone on a
+# machine where an earlier clone's cluster was left behind (a CI machine reused) still finds it.
+# $LC_DIR/state is where scripts before 2026-11 kept it; it is still read.
+LC_STATE="${LC_STATE:-$LC_VAR_DIR/host-state}"
+LC_STATE_OLD="$LC_DIR/state"
 LC_CNI_NETWORK="etcd-operator-local"
 LC_HOSTPATH_PV="${LC_HOSTPATH_PV:-/tmp/hostpath_pv}"
 LC_CNI_RESULTS="${LC_CNI_RESULTS:-/var/lib/cni/results}"
@@ -32,12 +38,30 @@ KUBE_FIXED_CHAINS=(KUBE-SERVICES KUBE-EXTERNAL-SERVICES KUBE-NODEPORTS KUBE-POST
 KUBE_HASHED_RE='^KUBE-(SVC|SVL|SEP|FW|EXT|XLB)-[A-Z0-9]{16}$'
 CNI_SHARED_CHAINS=(CNI-HOSTPORT-DNAT CNI-HOSTPORT-SETMARK CNI-HOSTPORT-MASQ)
 
-state_get() { sed -n "s/^$1=//p" "$LC_STATE" 2>/dev/null | tail -1; }
-state_set() { mkdir -p "$LC_DIR" && echo "$1=$2" >>"$LC_STATE"; }
+state_get() { cat "$LC_STATE_OLD" "$LC_STATE" 2>/dev/null | sed -n "s/^$1=//p" | tail -1; }
+state_set() { mkdir -p "$(dirname "$LC_STATE")" && echo "$1=$2" >>"$LC_STATE"; }
+state_exists() { [ -f "$LC_STATE" ] || [ -f "$LC_STATE_OLD" ]; }
 
 kube_chains_exist() {
   iptables -w -t nat -S KUBE-SERVICES >/dev/null 2>&1 || iptables -w -t filter -S KUBE-KUBELET-CANARY >/dev/null 2>&1
 }
+# kube_chains_route_to_us: kube-proxy's rules send the kubernetes Service to our apiserver's
+# address on our bridge. No other Kubernetes has its apiserver there (the address is our bridge's).
+kube_chains_route_to_us() {
+  iptables -w -t nat -S 2>/dev/null | grep -E -- "^-A KUBE-SEP-[A-Z0-9]{16} .*-j DNAT --to-destination $LC_BRIDGE_IP:$LC_APISERVER_PORT( |$)" |
+    grep -q -- 'default/kubernetes:https'
+}
+
+# adopt_leftover_kube_chains: KUBE- chains that no state describes but that route to our
+# apiserver were made by a local cluster of ours whose state was lost with its work tree: they
+# are recorded as ours, so that down removes them and up does not take them for another
+# Kubernetes'.
+adopt_leftover_kube_chains() {
+  [ -z "$(state_get iptables_kube)" ] && kube_chains_exist && kube_chains_route_to_us || return 1
+  log "KUBE- chains left by an earlier local cluster (they route the kubernetes Service to $LC_BRIDGE_IP:$LC_APISERVER_PORT): recording them as ours"
+  state_set iptables_kube created
+}
+
 cni_hostport_exists() { iptables -w -t nat -S CNI-HOSTPORT-DNAT >/dev/null 2>&1; }
 kubepods_exists() { compgen -G "$LC_CGROUP_ROOT/*/kubepods" >/dev/null || [ -d "$LC_CGROUP_ROOT/kubepods" ]; }
 hostpath_exists() { [ -e "$LC_HOSTPATH_PV" ]; }
@@ -53,7 +77,7 @@ record() {
 # older version of this script (running, no state file) made all of them.
 record_host_state() {
   local c
-  if [ ! -f "$LC_STATE" ]; then
+  if ! state_exists; then
     for c in "${COMPONENTS[@]}"; do
       running "$c" || continue
       log "no $LC_STATE for the running cluster (started by an older script): recording its host objects as ours"
@@ -61,6 +85,8 @@ record_host_state() {
       return 0
     done
   fi
+  # Chains of ours that an earlier down could not attribute (no state): removed before we start.
+  if adopt_leftover_kube_chains; then iptables_cleanup; fi
   record iptables_kube kube_chains_exist
   if [ "$(state_get iptables_kube)" = foreign ]; then
     die "iptables already holds KUBE- chains of another Kubernetes on this machine (e.g. KUBE-SERVICES in nat): our kube-proxy would rewrite them. Stop that cluster, or remove its rules, then run up again (and delete $LC_STATE)"
@@ -75,7 +101,7 @@ record_host_state() {
 owned() {
   local v
   v="$(state_get "$1")"
-  [ "$v" = created ] || { [ -z "$v" ] && [ ! -f "$LC_STATE" ] && [ -d "$LC_DIR/pids" ]; }
+  [ "$v" = created ] || { [ -z "$v" ] && ! state_exists && [ -d "$LC_DIR/pids" ]; }
 }
 
 # ---------------------------------------------------------------------------------------------
