@@ -42,6 +42,16 @@ timed() { # timed STEP COMMAND...: run, log the wall time, return the command's 
   return "$rc"
 }
 
+# ci_step STEP COMMAND...: timed, and a row "STEP<TAB>seconds<TAB>exit code" appended to
+# $CI_STEPS when it is set (.ci/run prints them as a table at its end, red or green).
+ci_step() {
+  local step="$1" start=$SECONDS rc=0
+  shift
+  timed "$step" "$@" || rc=$?
+  if [ -n "${CI_STEPS:-}" ]; then printf '%s\t%s\t%s\n' "$step" "$((SECONDS - start))" "$rc" >>"$CI_STEPS"; fi
+  return "$rc"
+}
+
 # local_stack_up brings up (idempotent, cached) what e2e tests and the demo run on: the local
 # cluster, the images, and the object stores on the bridge address where pods reach them; it
 # exports KUBECONFIG, E2E_CLUSTER_DNS and E2E_OBJSTORES_ENV. The caller sources

@@ -26,17 +26,17 @@ if [ "$mode" = all ]; then
   : >"$E2E_FAILURES"
   nice -n 19 hack/cert-manager.sh build >"$CACHE_DIR/cert-manager-build.log" 2>&1 &
   cert_manager_build=$!
-  hack/objstores.sh up
+  ci_step "object stores" hack/objstores.sh up
   # shellcheck disable=SC1090,SC1091
   source "$CACHE_DIR/objstores/env"
   export OBJSTORES_REQUIRED=1
 fi
 
 # The corpus tests (internal/kvhash, internal/restoreseed) also run etcd 3.5 and its etcdutl.
-hack/build-etcd.sh "$ETCD_OLD_VERSION"
+ci_step "etcd $ETCD_OLD_VERSION" hack/build-etcd.sh "$ETCD_OLD_VERSION"
 
 # The chart tests run the pinned helm; build it (cached in bin/) before any test's clock starts.
-hack/helm.sh install >/dev/null
+ci_step helm hack/helm.sh install >/dev/null
 
 log "go test ./... ($mode)"
 # 45m: hack/releasetest took 28 min on a cold machine (first cross-compiles of the images under load).
@@ -51,31 +51,31 @@ if [ "${#pkgs[@]}" -lt 2 ] && [ -z "${E2E_PKGS:-}" ]; then
   log "go list found no packages to test"
   exit 1
 fi
-go test -count=1 -timeout 45m "${pkgs[@]}"
+ci_step "unit and envtest (go test ./...)" go test -count=1 -timeout 45m "${pkgs[@]}"
 
 if [ "$mode" = all ]; then
   rc=0
   log "backup bench smoke: 16 MiB, one run (make bench measures 64 MiB to 4 GiB, 3 runs)"
   hack/build-etcd.sh
-  ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")" BENCH_BACKUP_SIZES=16MiB BENCH_ENCODING_SIZES=16MiB BENCH_RUNS=1 BENCH_BACKUP_OUT="$CACHE_DIR/bench/backup-smoke.md" \
+  ETCD_BIN_DIR="$(etcd_bin_dir "$ETCD_VERSION")" ci_step "backup bench smoke" env BENCH_BACKUP_SIZES=16MiB BENCH_ENCODING_SIZES=16MiB BENCH_RUNS=1 BENCH_BACKUP_OUT="$CACHE_DIR/bench/backup-smoke.md" \
     go test -tags bench -count=1 -run '^TestBackupBench$' ./bench/snapshot/ || rc=$?
   # down removes only what the local cluster made, also when an earlier clone's cluster was left
   # behind on a reused machine (the CI failure of 2026-11-28): checked in a sandbox, ~45 s.
   log "local cluster teardown self-test"
-  hack/local-cluster/selftest.sh || rc=$?
+  ci_step "local cluster teardown self-test" hack/local-cluster/selftest.sh || rc=$?
   log "e2e on the local cluster"
   if ! wait "$cert_manager_build"; then # hack/e2e.sh builds it again, in the foreground
     log "building cert-manager beside the unit tests failed:"
     tail -n 20 "$CACHE_DIR/cert-manager-build.log" >&2 || true
   fi
-  hack/e2e.sh || rc=$?
+  ci_step "e2e (local cluster up, images, deploy, tests)" hack/e2e.sh || rc=$?
   log "upgrade: the previous release with restores in flight, upgraded to this tree's (make test-upgrade)"
-  hack/upgrade-test.sh || rc=$?
+  ci_step "upgrade from the previous release" hack/upgrade-test.sh || rc=$?
   log "chaos smoke: one run of each smoke fault kind (make test-chaos runs every kind five times)"
-  CHAOS_RUNS=1 hack/chaos.sh || rc=$?
+  CHAOS_RUNS=1 ci_step "chaos smoke" hack/chaos.sh || rc=$?
   log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"
-  BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_DAY2_EXTRA=0 BENCH_CREATE_SIZES=3 BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-cluster.sh || rc=$?
-  BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=10s BENCH_OUT="$CACHE_DIR/bench/smoke.md" hack/bench-scale.sh || rc=$? # results in smoke-scale.md
+  BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_DAY2_EXTRA=0 BENCH_CREATE_SIZES=3 BENCH_OUT="$CACHE_DIR/bench/smoke.md" ci_step "cluster bench smoke" hack/bench-cluster.sh || rc=$?
+  BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=10s BENCH_OUT="$CACHE_DIR/bench/smoke.md" ci_step "scale bench smoke" hack/bench-scale.sh || rc=$? # results in smoke-scale.md
   if [ -s "$E2E_FAILURES" ]; then
     log "failed tests on the local cluster, with their last lines (namespace dumps in $CACHE_DIR/e2e/dumps):"
     cat "$E2E_FAILURES" >&2

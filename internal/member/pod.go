@@ -401,3 +401,13 @@ func PodInitialCluster(p *corev1.Pod) []string {
 	}
 	return nil
 }
+
+// PodReady reports whether p's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

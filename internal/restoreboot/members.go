@@ -121,14 +121,5 @@ func etcdStarted(p *corev1.Pod) bool {
 			return st.State.Running != nil || st.State.Terminated != nil || st.RestartCount > 0 || st.Ready
 		}
 	}
-	return podReady(p)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return member.PodReady(p)
 }

@@ -37,6 +37,22 @@ type PodState struct {
 	// ForcedNewCluster is true for a pod made with --force-new-cluster (a recovery from the
 	// survivors): nothing joins its member until it is made again without the flag.
 	ForcedNewCluster bool
+	// NodeLostFor is how long the pod's node has been lost: its Node's Ready condition not
+	// True (the node controller turns it Unknown when the kubelet stops reporting) since then,
+	// or its Node deleted. 0 when the node is Ready or could not be read.
+	NodeLostFor time.Duration
+}
+
+// NodeLostGrace is how long a member's node must have been lost (Ready not True; the node
+// controller's own grace, 40-50 s of silence, comes before that) before an emptyDir member on it
+// that does not answer is removed from the membership and replaced, without waiting for the
+// taint manager's eviction: a node that flaps back within it costs nothing.
+const NodeLostGrace = 15 * time.Second
+
+// onLostNode reports whether the member of pod p is gone with its node: the node lost for
+// NodeLostGrace and the member not answering this pass. Its emptyDir data cannot come back.
+func (o Observed) onLostNode(id uint64, p PodState) bool {
+	return p.NodeLostFor >= NodeLostGrace && !o.Healthy(id)
 }
 
 // Healthy reports whether member id answered without errors.
@@ -300,6 +316,11 @@ func next(d Desired, o Observed) Action {
 			return Action{Kind: ActionCreatePod, MemberID: m.ID, Pod: m.PodName(), Message: "creating the pod of added member " + m.PodName()}
 		case !ok:
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: m.PodName(), Message: "removing member " + m.PodName() + ": its pod and data are gone; a new member replaces it"}
+		case ok && !d.PVC && o.onLostNode(m.ID, p):
+			// Removed now rather than when the taint manager evicts the pod a minute or more later:
+			// quorum holds (checked above) and the removal keeps it, since the member is down.
+			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: fmt.Sprintf("removing member %s: its node has been lost for %s and its etcd does not answer; "+
+				"its data goes with the node (emptyDir), a new member replaces it", p.Name, p.NodeLostFor.Round(time.Second))}
 		case p.Terminating && p.Stuck && !d.PVC:
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: "removing member " + p.Name + ": its pod is stuck terminating (node gone?) and its data goes with it; a new member replaces it"}
 		case p.Terminating && p.Stuck:

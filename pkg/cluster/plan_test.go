@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // world builds an Observed cluster "c" for table tests.
@@ -41,6 +42,16 @@ func (w *world) member(i int, opts ...string) *world {
 		case "terminating":
 			healthy = false
 			w.o.Pods[name] = PodState{Name: name, Phase: "Running", Terminating: true, Version: "3.6.16"}
+		case "nodelost", "nodejustlost": // its node lost past NodeLostGrace, or not yet
+			lost := NodeLostGrace
+			if o == "nodejustlost" {
+				lost = NodeLostGrace - time.Second
+			}
+			defer func() {
+				p := w.o.Pods[name]
+				p.NodeLostFor = lost
+				w.o.Pods[name] = p
+			}()
 		case "leader":
 			w.o.Status[0] = EndpointStatus{}
 			defer func() { setLeader(w, m.ID) }()
@@ -202,6 +213,14 @@ func TestNext(t *testing.T) {
 		{"shrink: crash-looping learner removed before any wait", d(2), newWorld().member(0, "leader").member(1).member(2, "learner", "down").o, ActionRemoveMember, "c-2"},
 		{"shrink: unstarted learner without pod removed, not given a pod", d(2), newWorld().member(0, "leader").member(1).member(2, "learner", "unstarted", "nopod").o, ActionRemoveMember, "c-2"},
 		{"same size: crash-looping learner waited for", d(3), newWorld().member(0, "leader").member(1).member(2, "learner", "down").o, ActionWait, "c-2"},
+		// A lost node (issue 34): an emptyDir member on it that does not answer is removed
+		// through the membership API without waiting for its eviction; nothing else is.
+		{"emptyDir member on a lost node, down: removed at once", d(3), newWorld().member(0, "leader").member(1).member(2, "down", "nodelost").o, ActionRemoveMember, "c-2"},
+		{"emptyDir member on a node lost for less than the grace: wait", d(3), newWorld().member(0, "leader").member(1).member(2, "down", "nodejustlost").o, ActionWait, "c-2"},
+		{"member on a lost node that still answers: kept", d(3), newWorld().member(0, "leader").member(1).member(2, "nodelost").o, ActionNone, ""},
+		{"pvc member on a lost node: not this path, its volume may hold the data", pvc(3), newWorld().member(0, "leader", "pvc").member(1, "pvc").member(2, "down", "nodelost", "pvc").o, ActionWait, "c-2"},
+		{"two of three on lost nodes: quorum lost, nothing removed", d(3), newWorld().member(0, "leader").member(1, "down", "nodelost").member(2, "down", "nodelost").o, ActionQuorumLost, ""},
+		{"emptyDir member on a lost node already evicted, not stuck yet: removed", d(3), newWorld().member(0, "leader").member(1).member(2, "terminating", "nodelost").o, ActionRemoveMember, "c-2"},
 		{"next name skips terminating pods' names", d(3), func() Observed {
 			o := newWorld().member(0, "leader").member(1).o
 			o.Pods["c-5"] = PodState{Name: "c-5", Terminating: true}

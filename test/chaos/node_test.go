@@ -19,9 +19,10 @@ import (
 // skip. The lost node is never the host's own (framework.HostNode), which cannot be failed.
 
 // nodeLossHeal bounds a heal after a node loss: the Node NotReady after the node monitor's grace
-// (~45 s), the member pod's toleration of the unreachable taint (60 s, or 5 s on volumes below),
-// then the replacement; with the etcd operator on the lost node, its own pod's toleration (60 s)
-// before it runs elsewhere.
+// (~45 s), then an emptyDir member is removed through the membership API 15 s later
+// (cluster.NodeLostGrace), a member on a volume once its pod has been evicted (a 5 s toleration
+// below) and not ready for afterSeconds; then the replacement; with the etcd operator on the lost
+// node, its own pod's toleration (60 s) before it runs elsewhere.
 const nodeLossHeal = 8 * time.Minute
 
 // nodeLost loses the node of one member (not the host's): its kubelet, runtime and containers
@@ -89,8 +90,8 @@ func loseNode(t *testing.T, f *framework.Framework, ns, member, node, what strin
 
 // nodeLostAndBack loses the node of one member for a seeded 20 to 120 s and brings it back
 // (its kubelet and runtime start again and find the pods they ran). A short loss ends before
-// the pod's eviction (Node NotReady after ~45 s, then 60 s of toleration): the member comes back
-// with its data; a long one may find it replaced already. Either way the cluster heals to
+// the member is removed (Node NotReady after ~45 s, then cluster.NodeLostGrace, 15 s): the member
+// comes back with its data; a long one finds it replaced already. Either way the cluster heals to
 // three members, and the node's old pod, if deleted meanwhile, is not started again. Heal counts
 // from the node's return.
 func nodeLostAndBack(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {

@@ -269,3 +269,54 @@ func TestVolumeMemberStuckOnLostNodeReplaced(t *testing.T) {
 		return warningEvents(ns, etcdv1beta2.ReasonMemberReplaced, 1)
 	}))
 }
+
+// TestEmptyDirMemberOnLostNodeReplaced: an emptyDir member whose node is lost (the Node's Ready
+// condition Unknown for a minute, its etcd silent) is removed through the membership API and
+// replaced under a new name without waiting for the taint manager to evict its pod (envtest has
+// none: before the fix the member was waited for), its pod left Terminating on the lost node,
+// the other members untouched.
+func TestEmptyDirMemberOnLostNodeReplaced(t *testing.T) {
+	ctx := context.Background()
+	ns, f := grown(t, "lostnode-emptydir", 3)
+	others := map[string]types.UID{"c-0": uidOf(t, ns, "c-0", &corev1.Pod{}), "c-2": uidOf(t, ns, "c-2", &corev1.Pod{})}
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-lost"}}
+	if err := k8s.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+		LastHeartbeatTime: metav1.NewTime(time.Now().Add(-2 * time.Minute)), LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}
+	if err := k8s.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	lost := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-1"}}
+	if err := k8s.SubResource("binding").Create(ctx, lost, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "c-1"},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	f.kill("c-1") // the fake kubelet marks its pod not ready, as the node controller would
+
+	testutil.Eventually(t, testutil.Timeout, "c-1 removed and replaced by a new member", testutil.NoError(func() error {
+		if got := memberNames(f, true); !slices.Equal(got, []string{"c-0", "c-2", "c-3"}) {
+			return fmt.Errorf("voters %v", got)
+		}
+		return nil
+	}))
+	testutil.Eventually(t, testutil.Timeout, "Ready with three members beside the pod left on the lost node", testutil.NoError(func() error {
+		cl := getCluster(t, ns, "c")
+		if condition(cl, "Ready") != "True/ClusterHealthy" || !slices.Equal(cl.Status.Members.Ready, []string{"c-0", "c-2", "c-3"}) {
+			return fmt.Errorf("Ready %s, members %+v, pods %v", condition(cl, "Ready"), cl.Status.Members, podNames(t, ns))
+		}
+		return nil
+	}))
+	p := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, p); err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("pod c-1 on the lost node: %v, deletion %v; want it deleted by the operator and left Terminating (no kubelet finishes it)", err, p.DeletionTimestamp)
+	}
+	for name, uid := range others {
+		if got := uidOf(t, ns, name, &corev1.Pod{}); got != uid {
+			t.Fatalf("member %s was touched (pod uid %s, was %s)", name, got, uid)
+		}
+	}
+}

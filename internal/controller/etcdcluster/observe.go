@@ -68,6 +68,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		return nil, fmt.Errorf("listing member pods of %s: %w", klog.KObj(c), err)
 	}
 	now := r.Clock.Now()
+	nodes := map[string]time.Duration{}
 	var endpoints []string
 	addrs := map[string]string{}
 	for i := range pods.Items {
@@ -77,7 +78,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 			continue
 		}
 		obs.pods[p.Name] = p
-		obs.Pods[p.Name] = podState(p, now)
+		s := podState(p, now)
+		s.NodeLostFor = r.nodeLostFor(ctx, p, now, nodes)
+		obs.Pods[p.Name] = s
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && etcdStarted(p) {
 			endpoints = append(endpoints, member.ClientURL(c, p.Name))
 			if p.Status.PodIP != "" {
