@@ -191,14 +191,17 @@ kube_proxy_chains() { # kube_proxy_chains APISERVER: what kube-proxy leaves for 
   iptables -w -t nat -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
   iptables -w -N KUBE-FIREWALL && iptables -w -A INPUT -j KUBE-FIREWALL
 }
+run_down() { # run_down WHAT: runs SCRIPT down and checks it exits 0
+  local rc=0
+  echo "selftest: $SCRIPT down $1"
+  "$SCRIPT" down || rc=$?
+  echo "-- $1"
+  check "down exits 0" test "$rc" = 0
+}
 mkdir -p "$LC_VAR_DIR/kubelet/pods"
 ip link add eo-local0 type bridge && ip addr add 10.244.0.1/24 dev eo-local0
 kube_proxy_chains 10.244.0.1:6443
-echo "selftest: $SCRIPT down over an earlier clone's leftovers (no state anywhere)"
-rc=0
-"$SCRIPT" down || rc=$?
-echo "-- an earlier clone's leftovers"
-check "down exits 0" test "$rc" = 0
+run_down "over an earlier clone's leftovers (no state anywhere)"
 check "nat KUBE-SERVICES routing to our apiserver removed" no chain nat KUBE-SERVICES
 check "nat KUBE-SEP-$HASH removed" no chain nat "KUBE-SEP-$HASH"
 check "filter KUBE-FIREWALL and its jump removed" no chain filter KUBE-FIREWALL
@@ -209,11 +212,7 @@ check "filter KUBE-DECOY-TEST kept" chain filter KUBE-DECOY-TEST
 # Another Kubernetes' chains, no state: its apiserver is elsewhere, so down leaves them.
 mkdir -p "$LC_VAR_DIR"
 kube_proxy_chains 192.0.2.10:6443
-echo "selftest: $SCRIPT down next to another Kubernetes' chains (no state anywhere)"
-rc=0
-"$SCRIPT" down || rc=$?
-echo "-- another Kubernetes' chains"
-check "down exits 0" test "$rc" = 0
+run_down "next to another Kubernetes' chains (no state anywhere)"
 check "nat KUBE-SERVICES of another apiserver kept" chain nat KUBE-SERVICES
 check "nat KUBE-SEP-$HASH of another apiserver kept" chain nat "KUBE-SEP-$HASH"
 check "filter KUBE-FIREWALL of another Kubernetes kept" chain filter KUBE-FIREWALL

@@ -13,7 +13,9 @@
 //   - day two, on one 3-member cluster on volumes per run (day2_test.go): rolling upgrade
 //     3.5 -> 3.6, a dead member (pod and volume lost) replaced, a corrupt member replaced, a
 //     change rolled through 3 members, scale 3 -> 5 (and for each added member the time from its
-//     etcd container's start to a ready voting member), a change rolled through 5 members.
+//     etcd container's start to a ready voting member), a change rolled through 5 members;
+//   - on three nodes (make bench-cluster-3, nodeloss_test.go): a member replaced after its node
+//     is lost, 3 emptyDir members; every other figure then runs spread over the three nodes.
 //
 // Every figure runs BENCH_RUNS times (default 3) and is reported as min and median; the results
 // go to BENCH_OUT (markdown) and BENCH_OUT with .json. Nothing here asserts a time: targets are
@@ -57,6 +59,9 @@ func TestBench(t *testing.T) {
 
 	t.Run("create", func(t *testing.T) { benchCreate(t, f, rep) })
 	t.Run("day2", func(t *testing.T) { benchDay2(t, f, rep) })
+	if len(f.ReadyNodes(t)) >= 3 { // the three-node mode (make bench-cluster-3)
+		t.Run("nodeloss", func(t *testing.T) { benchNodeLoss(t, f, rep) })
+	}
 	if day2Extra() { // the CI smoke leaves it out: e2e TestQuorumFromSurvivor runs the same path
 		t.Run("quorum", func(t *testing.T) { benchQuorum(t, f, rep) })
 	}

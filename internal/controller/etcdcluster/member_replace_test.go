@@ -236,20 +236,7 @@ func TestVolumeMemberStuckOnLostNodeReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	testutil.Eventually(t, testutil.Timeout, "c-1 replaced by a fresh member on a new volume", testutil.NoError(func() error {
-		if got := memberNames(f, true); !slices.Equal(got, []string{"c-0", "c-2", "c-3"}) {
-			return fmt.Errorf("voters %v", got)
-		}
-		return nil
-	}))
-	// Ready with three members while the old pod stays Terminating: it holds nothing back.
-	testutil.Eventually(t, testutil.Timeout, "Ready with three members beside the stuck pod", testutil.NoError(func() error {
-		cl := getCluster(t, ns, "c")
-		if condition(cl, "Ready") != "True/ClusterHealthy" || !slices.Equal(cl.Status.Members.Ready, []string{"c-0", "c-2", "c-3"}) {
-			return fmt.Errorf("Ready %s, members %+v, pods %v", condition(cl, "Ready"), cl.Status.Members, podNames(t, ns))
-		}
-		return nil
-	}))
+	readyBesideStuckPod(t, ns, f, "c-0", "c-2", "c-3")
 	kept := &corev1.PersistentVolumeClaim{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, kept); err != nil {
 		t.Fatalf("the replaced member's volume: %v", err)
@@ -297,19 +284,7 @@ func TestEmptyDirMemberOnLostNodeReplaced(t *testing.T) {
 	}
 	f.kill("c-1") // the fake kubelet marks its pod not ready, as the node controller would
 
-	testutil.Eventually(t, testutil.Timeout, "c-1 removed and replaced by a new member", testutil.NoError(func() error {
-		if got := memberNames(f, true); !slices.Equal(got, []string{"c-0", "c-2", "c-3"}) {
-			return fmt.Errorf("voters %v", got)
-		}
-		return nil
-	}))
-	testutil.Eventually(t, testutil.Timeout, "Ready with three members beside the pod left on the lost node", testutil.NoError(func() error {
-		cl := getCluster(t, ns, "c")
-		if condition(cl, "Ready") != "True/ClusterHealthy" || !slices.Equal(cl.Status.Members.Ready, []string{"c-0", "c-2", "c-3"}) {
-			return fmt.Errorf("Ready %s, members %+v, pods %v", condition(cl, "Ready"), cl.Status.Members, podNames(t, ns))
-		}
-		return nil
-	}))
+	readyBesideStuckPod(t, ns, f, "c-0", "c-2", "c-3")
 	p := &corev1.Pod{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-1"}, p); err != nil || p.DeletionTimestamp == nil {
 		t.Fatalf("pod c-1 on the lost node: %v, deletion %v; want it deleted by the operator and left Terminating (no kubelet finishes it)", err, p.DeletionTimestamp)
@@ -319,4 +294,24 @@ func TestEmptyDirMemberOnLostNodeReplaced(t *testing.T) {
 			t.Fatalf("member %s was touched (pod uid %s, was %s)", name, got, uid)
 		}
 	}
+}
+
+// readyBesideStuckPod waits until the voting members are want (the lost one replaced by a fresh
+// member) and cluster c is Ready with them while the lost member's pod stays Terminating: it
+// holds nothing back.
+func readyBesideStuckPod(t *testing.T, ns string, f *fakeEtcd, want ...string) {
+	t.Helper()
+	testutil.Eventually(t, testutil.Timeout, fmt.Sprintf("voting members %v", want), testutil.NoError(func() error {
+		if got := memberNames(f, true); !slices.Equal(got, want) {
+			return fmt.Errorf("voters %v", got)
+		}
+		return nil
+	}))
+	testutil.Eventually(t, testutil.Timeout, "Ready beside the stuck pod", testutil.NoError(func() error {
+		cl := getCluster(t, ns, "c")
+		if condition(cl, "Ready") != "True/ClusterHealthy" || !slices.Equal(cl.Status.Members.Ready, want) {
+			return fmt.Errorf("Ready %s, members %+v, pods %v", condition(cl, "Ready"), cl.Status.Members, podNames(t, ns))
+		}
+		return nil
+	}))
 }
