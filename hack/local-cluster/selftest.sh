@@ -23,6 +23,13 @@ SCRIPT="$(readlink -f "${1:-$HERE/../local-cluster.sh}")"
 
 if [ "${LC_SELFTEST_INNER:-}" != 1 ]; then
   [ "$(id -u)" = 0 ] || { echo "selftest: needs root (namespaces, iptables)" >&2; exit 2; }
+  # The local cluster's Debian packages (iptables, iproute2, util-linux, ...), as `up` installs
+  # them: make test runs this before its first `up`, on a machine that may have none of them.
+  # shellcheck source=hack/lib.sh
+  source "$HERE/../lib.sh"
+  # shellcheck source=hack/local-cluster/env.sh
+  source "$HERE/env.sh"
+  lc_ensure_packages
   for c in unshare iptables ip; do
     command -v "$c" >/dev/null || { echo "selftest: $c is missing" >&2; exit 2; }
   done
