@@ -38,6 +38,11 @@ if [ "${LC_SELFTEST_INNER:-}" != 1 ]; then
 fi
 
 # ---- inside the namespaces ------------------------------------------------------------------
+# The scripts may live under a directory masked below (a clone in /tmp): run a copy of hack/
+# from a private tmpfs (this mount namespace's own; the host's /dev/shm is not touched).
+mount -t tmpfs selftest-src /dev/shm
+cp -a "$(dirname "$SCRIPT")" /dev/shm/hack
+SCRIPT="/dev/shm/hack/$(basename "$SCRIPT")"
 for d in /run /tmp /var/lib/cni /sys/fs/cgroup; do
   mkdir -p "$d"
   mount -t tmpfs selftest "$d"
