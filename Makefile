@@ -161,7 +161,7 @@ bench-cluster: ## End-to-end bench on the local cluster: restore RTO and backup 
 .PHONY: bench-cluster-3
 bench-cluster-3: ## The end-to-end bench on a three-node local cluster (`make local-down` first if one node runs): every figure spread over three nodes, plus a member replaced after its node is lost; results in bench/results/three-nodes.md.
 	LC_NODES=3 hack/local-cluster.sh up
-	BENCH_OUT=$${BENCH_OUT:-bench/results/three-nodes.md} hack/bench-cluster.sh
+	BENCH_OUT=$${BENCH_OUT:-$(CURDIR)/bench/results/three-nodes.md} hack/bench-cluster.sh
 
 .PHONY: bench-scale
 bench-scale: ## End-to-end scale bench on the local cluster: operators' peak RSS and reconcile p50/p99 with 50 EtcdClusters and 200 EtcdBackupSchedules (BENCH_SCALE_CLUSTERS, BENCH_SCALE_SCHEDULES, BENCH_SCALE_HOLD); results in bench/results/latest-scale.md.
