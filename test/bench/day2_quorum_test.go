@@ -127,7 +127,7 @@ func timeQuorumBack(t *testing.T, f *framework.Framework, ns, name string, recov
 		t.Fatalf("%s: no write acknowledged before the loss", name)
 	}
 	last := acks[len(acks)-1].Revision
-	keep := follower(t, f, ns, name)
+	keep, _ := follower(t, f, ns, name)
 	var lose []string
 	for _, p := range memberPods(t, f, ns, name) {
 		if p.Name != keep {

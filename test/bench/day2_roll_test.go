@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +38,7 @@ func timeCorruptReplace(t *testing.T, f *framework.Framework, ns, name string, s
 	changeSpec(t, f, ns, name, func(c *etcdv1beta2.EtcdCluster) {
 		c.Spec.MemberReplacement = &etcdv1beta2.MemberReplacementSpec{AfterSeconds: ptr.To[int32](replaceAfter)}
 	})
-	victim := follower(t, f, ns, name)
+	victim, victimID := follower(t, f, ns, name)
 	f.CorruptMember(t, ns, name, victim)
 	start := time.Now()
 	framework.Eventually(t, day2Timeout, victim+" replaced", func(ctx context.Context) (bool, error) {
@@ -44,8 +46,8 @@ func timeCorruptReplace(t *testing.T, f *framework.Framework, ns, name string, s
 		if err != nil {
 			return false, err
 		}
-		if slices.ContainsFunc(c.Status.Members.Details, func(m etcdv1beta2.MemberStatus) bool { return m.Name == victim }) {
-			return false, fmt.Errorf("%s still a member", victim)
+		if slices.ContainsFunc(c.Status.Members.Details, func(m etcdv1beta2.MemberStatus) bool { return m.ID == victimID }) {
+			return false, fmt.Errorf("%s (%s) still a member", victim, victimID)
 		}
 		err = allReady(c, size)
 		return err == nil, err
@@ -83,18 +85,23 @@ func timeRoll(t *testing.T, f *framework.Framework, ns, name string, size int, c
 	return secs
 }
 
-func follower(t *testing.T, f *framework.Framework, ns, name string) string {
+// follower returns the name and etcd member ID of the follower of cluster name with the highest
+// index, as its status lists them: the one whose name a member added in its place reuses once
+// nothing of it remains, so that a name-based check of a replacement cannot pass or hang by luck.
+func follower(t *testing.T, f *framework.Framework, ns, name string) (string, string) {
 	c, err := f.GetCluster(t.Context(), ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range c.Status.Members.Details {
-		if m.Role == etcdv1beta2.MemberRoleFollower {
-			return m.Name
+	details := slices.Clone(c.Status.Members.Details)
+	slices.SortFunc(details, func(a, b etcdv1beta2.MemberStatus) int { return memberIndex(b.Name) - memberIndex(a.Name) })
+	for _, m := range details {
+		if m.Role == etcdv1beta2.MemberRoleFollower && m.ID != "" {
+			return m.Name, m.ID
 		}
 	}
 	t.Fatalf("%s: no follower in status %+v", name, c.Status.Members.Details)
-	return ""
+	return "", ""
 }
 
 func memberPods(t *testing.T, f *framework.Framework, ns, name string) []corev1.Pod {
@@ -103,4 +110,13 @@ func memberPods(t *testing.T, f *framework.Framework, ns, name string) []corev1.
 		t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// memberIndex is n of a member named <cluster>-<n>, -1 for another name.
+func memberIndex(name string) int {
+	n, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
+	if err != nil {
+		return -1
+	}
+	return n
 }

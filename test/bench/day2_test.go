@@ -104,9 +104,12 @@ func timeUpgrade(t *testing.T, f *framework.Framework, ns, name string) float64 
 // claim and its pod are deleted at once (grace period 0). On volumes, deleting only the pod
 // is not a dead member: the operator recreates the pod on the volume with the same identity.
 // A follower, so that the figure is the replacement and not a leader election besides. It
-// returns the seconds until 3 members are ready again, the dead one not among them.
+// returns the seconds until 3 members are ready again, the dead one not among them. The dead
+// member is told by its etcd member ID, not its name: once its pod and volume are gone, the
+// member added in its place may take its name again (cluster.NextMemberName reuses the
+// highest index when nothing of its previous owner remains).
 func timeReplace(t *testing.T, f *framework.Framework, ns, name string) float64 {
-	victim := follower(t, f, ns, name)
+	victim, victimID := follower(t, f, ns, name)
 	start := time.Now()
 	// The claim first: the kubelet holds it (pvc-protection) until the pod is gone, and the
 	// operator never sees the pod gone with its volume still there (that would recreate it).
@@ -122,14 +125,16 @@ func timeReplace(t *testing.T, f *framework.Framework, ns, name string) float64 
 		if err != nil {
 			return false, err
 		}
-		if slices.Contains(c.Status.Members.Ready, victim) {
-			return false, fmt.Errorf("%s still listed ready", victim)
+		for _, m := range c.Status.Members.Details {
+			if m.ID == victimID {
+				return false, fmt.Errorf("member %s (%s) still listed", victimID, m.Name)
+			}
 		}
 		err = allReady(c, 3)
 		return err == nil, err
 	})
 	secs := time.Since(start).Seconds()
-	t.Logf("%s: dead member %s replaced: %.1f s", name, victim, secs)
+	t.Logf("%s: dead member %s (%s) replaced: %.1f s", name, victim, victimID, secs)
 	return secs
 }
 
