@@ -58,7 +58,7 @@ func removalCandidate(o Observed) Member {
 		if si, sj := score(ms[i]), score(ms[j]); si != sj {
 			return si < sj
 		}
-		return memberIndex(ms[i].PodName()) > memberIndex(ms[j].PodName())
+		return MemberIndex(ms[i].PodName()) > MemberIndex(ms[j].PodName())
 	})
 	return ms[0]
 }
@@ -100,7 +100,7 @@ func NextMemberName(cluster string, o Observed) string {
 	max := -1
 	see := func(name string) {
 		if strings.HasPrefix(name, cluster+"-") {
-			if i := memberIndex(name); i > max {
+			if i := MemberIndex(name); i > max {
 				max = i
 			}
 		}
@@ -120,7 +120,8 @@ func NextMemberName(cluster string, o Observed) string {
 	return fmt.Sprintf("%s-%d", cluster, max+1)
 }
 
-func memberIndex(name string) int {
+// MemberIndex is n of a member named <cluster>-<n>, -1 for a name without a numeric suffix.
+func MemberIndex(name string) int {
 	i := strings.LastIndexByte(name, '-')
 	n, err := strconv.Atoi(name[i+1:])
 	if err != nil {

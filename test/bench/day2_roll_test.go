@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
@@ -94,7 +93,9 @@ func follower(t *testing.T, f *framework.Framework, ns, name string) (string, st
 		t.Fatal(err)
 	}
 	details := slices.Clone(c.Status.Members.Details)
-	slices.SortFunc(details, func(a, b etcdv1beta2.MemberStatus) int { return memberIndex(b.Name) - memberIndex(a.Name) })
+	slices.SortFunc(details, func(a, b etcdv1beta2.MemberStatus) int {
+		return cluster.MemberIndex(b.Name) - cluster.MemberIndex(a.Name)
+	})
 	for _, m := range details {
 		if m.Role == etcdv1beta2.MemberRoleFollower && m.ID != "" {
 			return m.Name, m.ID
@@ -110,13 +111,4 @@ func memberPods(t *testing.T, f *framework.Framework, ns, name string) []corev1.
 		t.Fatal(err)
 	}
 	return pods.Items
-}
-
-// memberIndex is n of a member named <cluster>-<n>, -1 for another name.
-func memberIndex(name string) int {
-	n, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
-	if err != nil {
-		return -1
-	}
-	return n
 }
