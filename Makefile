@@ -123,10 +123,7 @@ FUZZ_TARGETS := internal/kvhash:FuzzUserKey pkg/snapshot:FuzzClusterKey pkg/snap
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s)
-	@for t in $(FUZZ_TARGETS); do \
-		echo "== $${t%%:*} $${t##*:}"; \
-		go test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
-	done
+	hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 .PHONY: test-chaos
 test-chaos: ## Run the chaos suite on the local cluster: every fault kind, 5 times under load (CHAOS_RUNS, CHAOS_SEED); report in .cache/chaos/report.md.
@@ -147,8 +144,12 @@ test-multinode: ## Spread, drain, node-loss and restore-after-node-loss e2e on a
 	E2E_PKGS=./test/e2e/restore/ hack/e2e.sh -run '^TestInPlaceRestoreWithMemberOnLostNode$$'
 
 .PHONY: test-e2e
-test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed).
+test-e2e: ## Run the e2e suite against the local cluster (brings it up and deploys if needed), without the long tier.
 	hack/e2e.sh
+
+.PHONY: test-e2e-long
+test-e2e-long: ## Run the e2e tests CI leaves out (the long tier, test/e2e/framework/tier.go) against the local cluster.
+	E2E_TIER=long hack/e2e.sh
 
 .PHONY: bench
 bench: ## Run the benchmarks against real servers; results go to bench/results/.

@@ -30,7 +30,10 @@ type fault struct {
 	name      string
 	valueSize int
 	// smoke puts the kind in the smoke run CI does (hack/test.sh): kinds whose run takes about
-	// a minute or less; `make test-chaos` (CHAOS_ALL=1) runs every kind.
+	// a minute or less and whose fault no CI e2e test makes; `make test-chaos` (CHAOS_ALL=1)
+	// runs every kind. Left out for CI time (issue 34), each with the e2e test CI runs on the
+	// same path: member-pod-killed (TestDeadMemberReplaced), majority-killed-with-volumes
+	// (TestPVCAllPodsDeleted), nospace-under-load (TestNoSpaceRecovered).
 	smoke   bool
 	cluster func(c *etcdv1beta2.EtcdCluster)
 	inject  func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected
@@ -55,7 +58,7 @@ type injected struct {
 }
 
 var faults = []fault{
-	{name: "member-pod-killed", valueSize: 256, smoke: true, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
+	{name: "member-pod-killed", valueSize: 256, inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 		pods := memberPods(t, f, ns)
 		forceDelete(t, f, ns, pods[rng.IntN(len(pods))].Name)
 		return injected{size: 3}
@@ -72,7 +75,7 @@ var faults = []fault{
 		killOperator(t, f, "etcd-operator")
 		return injected{size: 5}
 	}},
-	{name: "majority-killed-with-volumes", valueSize: 256, smoke: true,
+	{name: "majority-killed-with-volumes", valueSize: 256,
 		cluster: withVolumes,
 		inject: func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected {
 			pods := memberPods(t, f, ns)
@@ -121,7 +124,7 @@ var faults = []fault{
 	{name: "node-lost-and-back", valueSize: 256, inject: nodeLostAndBack},
 	{name: "backup-operator-killed-mid-backup", valueSize: 256, inject: backupOperatorKilled},
 	{name: "member-killed-during-snapshot", valueSize: 256, inject: memberKilledDuringSnapshot},
-	{name: "nospace-under-load", valueSize: 256, smoke: true, cluster: withQuota, inject: noSpaceUnderLoad},
+	{name: "nospace-under-load", valueSize: 256, cluster: withQuota, inject: noSpaceUnderLoad},
 	{name: "operator-killed-after-member-add", valueSize: 256, inject: operatorKilledAfterMemberAdd},
 	{name: "operator-killed-before-promote", valueSize: 256, smoke: true, inject: operatorKilledBeforePromote},
 	{name: "operator-killed-after-promote", valueSize: 256, inject: operatorKilledAfterPromote},

@@ -29,6 +29,7 @@ var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 // deletes it (unless E2E_KEEP_NAMESPACES=1).
 func (f *Framework) CreateNamespace(t testing.TB, base string) string {
 	t.Helper()
+	tier(t) // a test the run's tier leaves out is skipped here, before it makes anything
 	base = strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(base), "-"), "-")
 	if len(base) > 40 {
 		base = base[:40]
@@ -41,6 +42,7 @@ func (f *Framework) CreateNamespace(t testing.TB, base string) string {
 // left by an earlier run is waited for until it is gone.
 func (f *Framework) CreateNamespaceNamed(t testing.TB, name string) string {
 	t.Helper()
+	tier(t)
 	Eventually(t, 3*time.Minute, "namespace "+name+" of an earlier run gone", func(ctx context.Context) (bool, error) {
 		err := f.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {

@@ -1,0 +1,84 @@
+//go:build e2e
+
+package framework
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TierEnvVar picks the e2e tests a run takes (hack/e2e.sh passes it through):
+//   - unset or "ci": every test but the long tier (make test, CI);
+//   - "long": the long tier alone (make test-e2e-long);
+//   - "all": every test.
+const TierEnvVar = "E2E_TIER"
+
+// longTier holds the e2e tests CI does not run, each with a cheaper test of the same code path
+// that it does run. They are the suite's longest tests (CI rehearsal at 2c61555, seconds, on a
+// loaded two-core machine) and run in `make test-e2e-long`, which each stop's rehearsal runs.
+// A name is a top-level test or a subtest ("TestX/sub").
+var longTier = map[string]string{
+	// 193 s. The seed's restore of the same keyspaces (leases, locks, elections, a compacted
+	// history, auth) is internal/restoreseed's TestRestoreCorpus; TestAuth restores an
+	// auth-enabled cluster through the operators.
+	"TestRestoreCorpus": "a restore of every keyspace in internal/testutil/keyspace, into a new name and in place",
+	// 183 s. The same restore path with leased keys runs in TestRestore and TestDeclarativeRecovery.
+	"TestKubernetesEtcd": "a kube-apiserver's keyspace restored and served by a kube-apiserver again",
+	// 159 s. The quorum-loss detection it starts from is TestQuorumLost's.
+	"TestQuorumFromSurvivor": "spec.survivorRecovery: quorum rebuilt from one surviving member",
+	// 115 s, not parallel (it restarts the shared etcd operator twice). The chaos smoke's
+	// operator-killed-before-promote kills the operator between a learner's add and its promotion.
+	"TestFailpointAfterMemberAdd": "the etcd operator exits right after MemberAddAsLearner, before the pod exists",
+	// 98 s. The downgrade API path is TestDowngrade36To35AndBack/emptydir's; this one also
+	// rebuilds each pod on its volume with 3.5's flags.
+	"TestDowngrade36To35AndBack/volumes": "a downgrade of members on volumes",
+	// 96 s, most of it building both platforms' images with a new version stamp (hack/releasetest's
+	// TestOperatorImage builds and checks the same two-platform index in make test).
+	"TestPushAndPull": "make push to a registry, and nodes pulling the operators from it",
+}
+
+// tier skips t when the run's tier (E2E_TIER) leaves it out. Global and CreateNamespace call
+// it, so every test, and every subtest that makes a namespace, is sorted before it makes anything.
+func tier(t testing.TB) {
+	t.Helper()
+	name, mode := t.Name(), os.Getenv(TierEnvVar)
+	long, why := isLong(name)
+	switch mode {
+	case "", "ci":
+		if long {
+			t.Skipf("long tier (%s): runs in make test-e2e-long (E2E_TIER=long or all)", why)
+		}
+	case "long":
+		if !long && !parentOfLong(name) {
+			t.Skip("not in the long tier: E2E_TIER=long runs the long tier alone")
+		}
+	case "all":
+	default:
+		t.Fatalf("%s=%q: want ci, long or all", TierEnvVar, mode)
+	}
+}
+
+// isLong: name or one of its parents is in the long tier.
+func isLong(name string) (bool, string) {
+	for n := name; ; {
+		if why, ok := longTier[n]; ok {
+			return true, why
+		}
+		i := strings.LastIndex(n, "/")
+		if i < 0 {
+			return false, ""
+		}
+		n = n[:i]
+	}
+}
+
+// parentOfLong: name has a subtest in the long tier (it runs, for that subtest's sake).
+func parentOfLong(name string) bool {
+	for n := range longTier {
+		if strings.HasPrefix(n, name+"/") {
+			return true
+		}
+	}
+	return false
+}
