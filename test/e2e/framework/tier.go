@@ -33,6 +33,9 @@ var longTier = map[string]string{
 	// 98 s. The downgrade API path is TestDowngrade36To35AndBack/emptydir's; this one also
 	// rebuilds each pod on its volume with 3.5's flags.
 	"TestDowngrade36To35AndBack/volumes": "a downgrade of members on volumes",
+	// 40 s. internal/controller/etcdcluster's TestVolumeExpansionUnsupported checks the same
+	// condition, Warning and Stalled status against a StorageClass without expansion.
+	"TestVolumeExpansionUnsupportedSaysSo": "a raised storage request on the host-path StorageClass, which cannot grow volumes",
 	// 96 s, most of it building both platforms' images with a new version stamp (hack/releasetest's
 	// TestOperatorImage builds and checks the same two-platform index in make test).
 	"TestPushAndPull": "make push to a registry, and nodes pulling the operators from it",
