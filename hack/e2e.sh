@@ -61,8 +61,10 @@ out="$CACHE_DIR/e2e/go-test.log"
 # E2E_PKGS: one package or pattern. The whole suite runs its longest packages first: a long
 # package started last is the run's tail. The packages whose tests mostly wait (cron minutes and
 # the backup operator's retry backoff: backup 213 s and drill 108 s in the CI rehearsal at
-# 2c61555, against restore 518 s and etcdcluster 675 s) run beside them in a go test of their own,
-# so that they do not hold one of the two lanes the CPU-bound packages need; their output follows.
+# 2c61555, against restore 518 s and etcdcluster 675 s; drill also holds TestAutomaticRecovery,
+# 143 s waiting for a scheduled backup and its afterSeconds) run beside them in a go test of their
+# own, so that they do not hold one of the two lanes the CPU-bound packages need; their output
+# follows.
 side=()
 if [ -n "${E2E_PKGS:-}" ]; then
   pkgs=("$E2E_PKGS")

@@ -1,8 +1,11 @@
 //go:build e2e
 
-// Package drill runs a scheduled restore drill (EtcdBackupSchedule.spec.restoreDrill) for real:
-// the deployed backup operator takes the backups and starts the drill, the restore operator
-// restores it into a scratch cluster the etcd operator grows, verifies it and deletes it.
+// Package drill runs, for real, the restores that schedules start by themselves: a scheduled
+// restore drill (EtcdBackupSchedule.spec.restoreDrill: the deployed backup operator takes the
+// backups and starts the drill, the restore operator restores it into a scratch cluster the etcd
+// operator grows, verifies it and deletes it), and automatic recovery (EtcdCluster
+// spec.recovery) from a schedule's newest backup. Their tests mostly wait for cron minutes, so
+// hack/e2e.sh runs this package beside the CPU-bound ones.
 package drill
 
 import (

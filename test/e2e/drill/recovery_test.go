@@ -1,6 +1,6 @@
 //go:build e2e
 
-package restore
+package drill
 
 import (
 	"context"
