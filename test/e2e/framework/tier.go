@@ -16,7 +16,7 @@ const TierEnvVar = "E2E_TIER"
 
 // longTier holds the e2e tests CI does not run, each with a cheaper test of the same code path
 // that it does run. They are the suite's longest tests (CI rehearsal at 2c61555, seconds, on a
-// loaded two-core machine) and run in `make test-e2e-long`, which each stop's rehearsal runs.
+// loaded two-core machine) and run in `make test-e2e-long`, which is run before each stop.
 // A name is a top-level test or a subtest ("TestX/sub").
 var longTier = map[string]string{
 	// 193 s. The seed's restore of the same keyspaces (leases, locks, elections, a compacted
