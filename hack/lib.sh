@@ -42,13 +42,25 @@ timed() { # timed STEP COMMAND...: run, log the wall time, return the command's 
   return "$rc"
 }
 
-# ci_step STEP COMMAND...: timed, and a row "STEP<TAB>seconds<TAB>exit code" appended to
-# $CI_STEPS when it is set (.ci/run prints them as a table at its end, red or green).
+# cpu_ticks: the machine's CPU time so far as "busy total" (jiffies of every CPU, /proc/stat;
+# idle and iowait are not busy).
+cpu_ticks() {
+  awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat 2>/dev/null || echo "0 0"
+}
+
+# ci_step STEP COMMAND...: timed, and a row "STEP<TAB>seconds<TAB>exit code<TAB>CPU busy %"
+# appended to $CI_STEPS when it is set (.ci/run prints them as a table at its end, red or
+# green). CPU busy is the whole machine's over the step, beside-steps included: a step well
+# under 100 % waits more than it computes, and work could run beside it.
 ci_step() {
-  local step="$1" start=$SECONDS rc=0
+  local step="$1" start=$SECONDS rc=0 b0 t0 b1 t1
   shift
+  read -r b0 t0 < <(cpu_ticks)
   timed "$step" "$@" || rc=$?
-  if [ -n "${CI_STEPS:-}" ]; then printf '%s\t%s\t%s\n' "$step" "$((SECONDS - start))" "$rc" >>"$CI_STEPS"; fi
+  read -r b1 t1 < <(cpu_ticks)
+  if [ -n "${CI_STEPS:-}" ]; then
+    printf '%s\t%s\t%s\t%s\n' "$step" "$((SECONDS - start))" "$rc" "$(((b1 - b0) * 100 / (t1 - t0 > 0 ? t1 - t0 : 1)))" >>"$CI_STEPS"
+  fi
   return "$rc"
 }
 

@@ -23,8 +23,9 @@ IMG="${IMG:-etcd-operator:v$VERSION}"
 DIST_DIR="${DIST_DIR:-$ROOT_DIR/dist}"
 PLATFORMS="${PLATFORMS:-linux/amd64 linux/arm64}"
 export VERSION="v$VERSION" IMG PLATFORMS NO_IMPORT=1
-# Its own archive directory: the local cluster's image archives stay as they are.
-export IMAGES_DIR="$CACHE_DIR/release/images"
+# Its own archive directory: the local cluster's image archives stay as they are
+# (RELEASE_IMAGES_DIR: another one, e.g. the release tests' scratch directory).
+export IMAGES_DIR="${RELEASE_IMAGES_DIR:-$CACHE_DIR/release/images}"
 CHART_VERSION="${VERSION#v}"
 
 start=$SECONDS

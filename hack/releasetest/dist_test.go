@@ -28,8 +28,7 @@ const (
 // three Deployments of the released image, the Helm chart carries the version and image, the
 // SBOM lists the modules of the binaries of both platforms, images.txt pins the index digest.
 func TestRelease(t *testing.T) {
-	dist := t.TempDir()
-	script(t, []string{"VERSION=" + releaseVersion, "IMG=" + releaseImage, "DIST_DIR=" + dist}, "release.sh")
+	dist, _ := builtRelease(t)
 
 	files := checkSums(t, dist)
 	for _, want := range []string{"install.yaml", "etcd-operator-" + releaseVersion + ".tgz", "sbom.spdx.json", "images.txt"} {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -24,23 +25,52 @@ func repoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// script runs a hack/ script with env added to the test's environment, failing the test with
-// its output if it fails.
-func script(t *testing.T, env []string, name string, args ...string) string {
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if release.dist != "" {
+		_ = os.RemoveAll(filepath.Dir(release.dist))
+	}
+	os.Exit(code)
+}
+
+// The release both TestRelease and TestOperatorImage check: hack/release.sh builds the image
+// index of both platforms, which takes most of a minute, so it runs once for the package.
+var release struct {
+	once         sync.Once
+	dist, images string // dist/ and the image archive directory, under one scratch directory
+	out          string
+	err          error
+}
+
+// builtRelease runs hack/release.sh once for the package (VERSION releaseVersion, IMG
+// releaseImage) and returns its dist/ and the directory of its image archive, under a scratch
+// directory TestMain removes (a t.TempDir would vanish with the first test that asked).
+func builtRelease(t *testing.T) (dist, images string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds images: skipped with -short")
 	}
-	start := time.Now()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(repoRoot(), "hack", name), args...)
-	cmd.Dir = repoRoot()
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("hack/%s %v: %v\n%s", name, args, err, out)
+	release.once.Do(func() {
+		dir, err := os.MkdirTemp("", "releasetest-")
+		if err != nil {
+			release.err = err
+			return
+		}
+		release.dist, release.images = filepath.Join(dir, "dist"), filepath.Join(dir, "images")
+		start := time.Now()
+		cmd := exec.Command(filepath.Join(repoRoot(), "hack", "release.sh"))
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), "VERSION="+releaseVersion, "IMG="+releaseImage,
+			"DIST_DIR="+release.dist, "RELEASE_IMAGES_DIR="+release.images)
+		out, err := cmd.CombinedOutput()
+		release.out, release.err = string(out), err
+		release.out += fmt.Sprintf("(hack/release.sh took %s)", time.Since(start).Round(time.Second))
+	})
+	if release.err != nil {
+		t.Fatalf("hack/release.sh: %v\n%s", release.err, release.out)
 	}
-	t.Logf("hack/%s %s took %s", name, strings.Join(args, " "), time.Since(start).Round(time.Second))
-	return string(out)
+	t.Log(release.out[strings.LastIndex(release.out, "\n")+1:])
+	return release.dist, release.images
 }
 
 // ociArchive is an OCI image layout tar read into memory: blobs by digest and index.json.

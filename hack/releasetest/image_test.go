@@ -18,24 +18,27 @@ import (
 
 const caBundlePath = "etc/ssl/certs/ca-certificates.crt"
 
-// TestOperatorImage builds the operator image as hack/images.sh does (NO_IMPORT=1: archive only)
-// for both release platforms and checks every platform of its index: the public CA roots at
+// TestOperatorImage checks the operator image a release builds (hack/release.sh, through
+// hack/images.sh with NO_IMPORT=1, for both release platforms: hack/images.sh builds only the
+// host's for the local cluster) and every platform of its index: the public CA roots at
 // /etc/ssl/certs/ca-certificates.crt (over 100 certificates, including the roots of AWS, Google
 // and Azure endpoints, and a real public chain verifies against them), and binaries built for
-// that platform with the embedded fallback roots and the version stamp.
+// that platform with the embedded fallback roots and the version stamp. The index is the one
+// dist/images.txt pins.
 func TestOperatorImage(t *testing.T) {
-	images := t.TempDir() // not the local cluster's archive directory
-	// Both release platforms (hack/images.sh builds only the host's for the local cluster
-	// unless told; make release and push build both, as here).
-	script(t, []string{"NO_IMPORT=1", "IMAGES_DIR=" + images, "IMG=etcd-operator:releasetest", "VERSION=v0.0.0-releasetest", "PLATFORMS=linux/amd64 linux/arm64"}, "images.sh", "operator")
+	dist, images := builtRelease(t)
 	path, err := os.ReadFile(filepath.Join(images, "operator.path"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := readOCIArchive(t, strings.TrimSpace(string(path)))
 	top := a.manifest(t, a.index)
-	if len(top.Manifests) != 1 || top.Manifests[0].Annotations["io.containerd.image.name"] != "docker.io/library/etcd-operator:releasetest" {
-		t.Fatalf("index.json = %s, want one image index named docker.io/library/etcd-operator:releasetest", a.index)
+	if len(top.Manifests) != 1 || top.Manifests[0].Annotations["io.containerd.image.name"] != releaseImage {
+		t.Fatalf("index.json = %s, want one image index named %s", a.index, releaseImage)
+	}
+	pinned, _ := os.ReadFile(filepath.Join(dist, "images.txt"))
+	if want := strings.Split(releaseImage, ":")[0] + "@" + top.Manifests[0].Digest; !strings.Contains(string(pinned), want+"\n") {
+		t.Errorf("images.txt = %q, want it to pin the archive's index %s", pinned, want)
 	}
 	idx := a.manifest(t, a.blob(t, top.Manifests[0].Digest))
 	platforms := map[string]bool{}
