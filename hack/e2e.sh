@@ -19,7 +19,8 @@
 # unset, every test but the long tier (make test, CI); long, the long tier alone (make
 # test-e2e-long); all, every test. E2E_PKGS (default ./test/e2e/...) and E2E_TAGS (default e2e) choose
 # the test packages and build tags (hack/chaos.sh runs ./test/chaos with "e2e,chaos").
-# On the local cluster, for the e2e packages, it also runs cert-manager (hack/cert-manager.sh up:
+# On the local cluster, for the e2e packages of the long tier (E2E_TIER=long or all), it also
+# runs cert-manager (hack/cert-manager.sh up:
 # its CRDs and controllers, built from its Go module) and exports E2E_CERT_MANAGER=1; with
 # KUBECONFIG set, export E2E_CERT_MANAGER=1 yourself where cert-manager is installed, or
 # TestCertManagerTLS skips.
@@ -36,8 +37,9 @@ external_cluster="${KUBECONFIG:+yes}"
 if [ -z "$external_cluster" ]; then
   local_stack_up || exit 1
   export E2E_OBJSTORES_REQUIRED=1 # just started: a test that cannot read them fails, never skips
-  if [[ "${E2E_PKGS:-./test/e2e/...}" == ./test/e2e/* ]]; then
-    # cert-manager for TestCertManagerTLS (TLS.auto.issuerRef); not for chaos or bench runs.
+  if [[ "${E2E_PKGS:-./test/e2e/...}" == ./test/e2e/* ]] && [ "${E2E_TIER:-ci}" != ci ]; then
+    # cert-manager for TestCertManagerTLS (TLS.auto.issuerRef), which is in the long tier
+    # (test/e2e/framework/tier.go); not for chaos or bench runs.
     timed "cert-manager" "$ROOT_DIR/hack/cert-manager.sh" up || exit 1
     export E2E_CERT_MANAGER=1
   fi

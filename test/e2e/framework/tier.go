@@ -36,6 +36,11 @@ var longTier = map[string]string{
 	// 40 s. internal/controller/etcdcluster's TestVolumeExpansionUnsupported checks the same
 	// condition, Warning and Stalled status against a StorageClass without expansion.
 	"TestVolumeExpansionUnsupportedSaysSo": "a raised storage request on the host-path StorageClass, which cannot grow volumes",
+	// 114 s, and cert-manager's controllers running (hack/cert-manager.sh; a cold build of
+	// them is about 6 min of CPU). internal/controller/etcdcluster's TestIssuedTLS drives the
+	// same Certificate objects, Secrets and members' certificates against envtest, with the
+	// test in cert-manager's place.
+	"TestCertManagerTLS": "certificates from cert-manager's own controllers, renewed under a writer",
 	// 96 s, most of it building both platforms' images with a new version stamp (hack/releasetest's
 	// TestOperatorImage builds and checks the same two-platform index in make test).
 	"TestPushAndPull": "make push to a registry, and nodes pulling the operators from it",
