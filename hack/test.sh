@@ -93,7 +93,8 @@ if [ "$mode" = all ]; then
   log "upgrade: the previous release with restores in flight, upgraded to this tree's (make test-upgrade)"
   ci_step "upgrade from the previous release" hack/upgrade-test.sh || rc=$?
   log "chaos smoke: one run of each smoke fault kind (make test-chaos runs every kind five times)"
-  CHAOS_RUNS=1 ci_step "chaos smoke" hack/chaos.sh || rc=$?
+  # -parallel 3: the three smoke kinds marked beside (test/chaos) run together, after the rest.
+  CHAOS_RUNS=1 ci_step "chaos smoke" hack/chaos.sh -parallel 3 || rc=$?
   log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"
   BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_DAY2_EXTRA=0 BENCH_CREATE_SIZES=3 BENCH_OUT="$CACHE_DIR/bench/smoke.md" ci_step "cluster bench smoke" hack/bench-cluster.sh || rc=$?
   BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=10s BENCH_OUT="$CACHE_DIR/bench/smoke.md" ci_step "scale bench smoke" hack/bench-scale.sh || rc=$? # results in smoke-scale.md

@@ -1,6 +1,8 @@
 // Package monitoring checks the monitoring the project ships (docs/monitoring.md) against the
-// code: the PrometheusRule's alerts parse as `promtool check rules` would parse them, and every
-// metric and label that the alerts and the Grafana dashboard query is one the operators export.
+// code: the PrometheusRule's alerts parse as `promtool check rules` would parse them, every
+// metric and label that the alerts and the Grafana dashboard query is one the operators export,
+// every metric the README and docs/ name exists, and every exported one is described in
+// docs/monitoring.md.
 package monitoring
 
 import (
