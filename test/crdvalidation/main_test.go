@@ -1,6 +1,7 @@
 // Package crdvalidation applies valid and invalid manifests to a real kube-apiserver (envtest)
 // with the generated CRDs installed, and checks that the schema and CEL rules accept and reject
-// them with the expected messages (etcd-druid test/it/crdvalidation).
+// them with the expected messages (etcd-druid test/it/crdvalidation); and that every field path
+// the README and docs/ name is in the CRDs' schemas.
 package crdvalidation
 
 import (
