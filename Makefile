@@ -97,7 +97,7 @@ push: ## Build the multi-arch operator image index and push it: make push IMG=<r
 	hack/images.sh push
 
 .PHONY: release
-release: ## Write dist/ (install.yaml, Helm chart, SBOM, SHA256SUMS): make release VERSION=x.y.z IMG=<registry>/<repo>:<tag>.
+release: ## Write dist/ (install.yaml, Helm chart, SBOM, the kubectl plugin and its krew manifest, SHA256SUMS): make release VERSION=x.y.z IMG=<registry>/<repo>:<tag>.
 	hack/release.sh
 
 ##@ Test

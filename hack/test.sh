@@ -39,8 +39,8 @@ ci_step "etcd $ETCD_OLD_VERSION" hack/build-etcd.sh "$ETCD_OLD_VERSION"
 # The chart tests run the pinned helm; build it (cached in bin/) before any test's clock starts.
 ci_step helm hack/helm.sh install >/dev/null
 
-# hack/releasetest builds the release's operator binaries and etcdctl/etcdutl for both
-# platforms. On a cold machine that is minutes of compiling, which beside three test packages
+# hack/releasetest builds the release's operator binaries, etcdctl/etcdutl and kubectl-etcd for both
+# platforms. On a cold machine that is minutes of compiling, which beside the test packages
 # starved envtest (docs/flakes.md, 2026-11-28); compiled here first, alone, the tests only link.
 # Warm, this step is a few seconds of cache checks.
 release_packages() {
@@ -50,7 +50,7 @@ release_packages() {
     # go list -export compiles every package into the build cache (as hack/images.sh's go build
     # does: same flags, -ldflags only change the link) and links nothing.
     CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go list -export -trimpath -deps \
-      ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator >/dev/null
+      ./cmd/etcd-operator ./cmd/backup-operator ./cmd/restore-operator ./cmd/kubectl-etcd >/dev/null
     (cd "$CACHE_DIR/build/etcd-$ETCD_VERSION" && CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go list -export -trimpath -deps \
       go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3 >/dev/null)
   done
@@ -70,11 +70,11 @@ if [ "${#pkgs[@]}" -lt 2 ] && [ -z "${E2E_PKGS:-}" ]; then
   log "go list found no packages to test"
   exit 1
 fi
-# Three packages at once on two cores: with two (go test's default here) the machine was 64 %
-# busy over the step (the envtest packages wait for requeues, the object stores for retries).
-# What starved envtest at four (docs/flakes.md) is built before (release_packages) or waited
-# for longer (envtest's start timeout is 2 min, internal/testutil).
-ci_step "unit and envtest (go test ./...)" go test -p 3 -count=1 -timeout 45m "${pkgs[@]}"
+# One package per core (go test's default). The machine is about 64 % busy over the step, but
+# three at once kept it 93 % busy for the same wall time (CI rehearsals at 02889bd and 3b9717f,
+# 662 s and 667 s, the second with other builds on the machine), and four starved envtest on a
+# cold build (docs/flakes.md, 2026-11-28): not worth a red cold run.
+ci_step "unit and envtest (go test ./...)" go test -count=1 -timeout 45m "${pkgs[@]}"
 
 if [ "$mode" = all ]; then
   rc=0

@@ -26,12 +26,15 @@ const (
 // TestRelease runs hack/release.sh into a scratch dist/ and checks what a user downloads:
 // SHA256SUMS verify every artifact, install.yaml parses and installs the four CRDs, RBAC and
 // three Deployments of the released image, the Helm chart carries the version and image, the
-// SBOM lists the modules of the binaries of both platforms, images.txt pins the index digest.
+// SBOM lists the modules of the binaries of both platforms (the kubectl plugin's too),
+// images.txt pins the index digest (TestKubectlPlugin checks the plugin's archives and krew
+// manifest).
 func TestRelease(t *testing.T) {
 	dist, _ := builtRelease(t)
 
 	files := checkSums(t, dist)
-	for _, want := range []string{"install.yaml", "etcd-operator-" + releaseVersion + ".tgz", "sbom.spdx.json", "images.txt"} {
+	for _, want := range []string{"install.yaml", "etcd-operator-" + releaseVersion + ".tgz", "sbom.spdx.json", "images.txt",
+		"krew-etcd.yaml", "kubectl-etcd_linux_amd64.tar.gz", "kubectl-etcd_linux_arm64.tar.gz"} {
 		if !files[want] {
 			t.Errorf("dist/ lacks %s (SHA256SUMS names %v)", want, files)
 		}
@@ -190,7 +193,7 @@ func checkSBOM(t *testing.T, path string) {
 		have[p.Name+" "+p.SPDXID] = p.VersionInfo
 		have[p.Name] = p.VersionInfo
 	}
-	for _, bin := range []string{"etcd-operator", "backup-operator", "restore-operator", "etcdctl", "etcdutl"} {
+	for _, bin := range []string{"etcd-operator", "backup-operator", "restore-operator", "etcdctl", "etcdutl", "kubectl-etcd"} {
 		for _, plat := range []string{"linux-amd64", "linux-arm64"} {
 			if _, ok := have[bin+" SPDXRef-binary-"+bin+"-"+plat]; !ok {
 				t.Errorf("SBOM lacks the binary %s for %s", bin, plat)

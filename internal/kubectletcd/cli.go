@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/version"
 )
 
 // App is one invocation of the plugin: its streams, clock and polling interval (tests shorten
@@ -58,6 +60,7 @@ Usage:
   kubectl etcd report <cluster> [-f out.tar.gz] [--operator-namespace ns] [--log-lines n]
                                                        a redacted support bundle: the cluster's objects, events,
                                                        the operators' logs; no Secret data
+  kubectl etcd version                                 the plugin's version, commit and platform
 
 Global flags (anywhere on the line):
   -n, --namespace   namespace (default: the kubeconfig context's)
@@ -115,6 +118,9 @@ func (a *App) run(ctx context.Context, args []string) error {
 		return a.defrag(ctx, rest)
 	case "report":
 		return a.report(ctx, rest)
+	case "version", "--version":
+		fmt.Fprintln(a.Out, version.String("kubectl-etcd"))
+		return nil
 	default:
 		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
 	}

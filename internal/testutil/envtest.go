@@ -54,7 +54,7 @@ func StartEnv() (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "manifests", "crd")},
 		ErrorIfCRDPathMissing: true,
-		// Not envtest's 20 s: make test runs three packages at once, and a package's
+		// Not envtest's 20 s: make test runs packages side by side, and a package's
 		// kube-apiserver may start while another builds or starts its own.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
