@@ -82,7 +82,7 @@ func TestKubectlPlugin(t *testing.T) {
 		checkBinary(t, name+": kubectl-etcd", files["kubectl-etcd"], arch)
 		if goos == runtime.GOOS && arch == runtime.GOARCH {
 			bin := filepath.Join(t.TempDir(), "kubectl-etcd")
-			if err := writeExecutable(bin, files["kubectl-etcd"]); err != nil {
+			if err := os.WriteFile(bin, files["kubectl-etcd"], 0o755); err != nil {
 				t.Fatal(err)
 			}
 			out, err := exec.Command(bin, "version").CombinedOutput()
@@ -118,8 +118,4 @@ func tarGz(t *testing.T, data []byte) map[string][]byte {
 		}
 		files[hdr.Name], _ = io.ReadAll(tr)
 	}
-}
-
-func writeExecutable(path string, data []byte) error {
-	return os.WriteFile(path, data, 0o755) //nolint:gosec // a binary the test runs
 }
