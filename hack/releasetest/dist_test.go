@@ -1,14 +1,11 @@
 package releasetest
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,27 +123,11 @@ func checkInstallYAML(t *testing.T, path string) {
 
 func checkChart(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[hdr.Name], _ = io.ReadAll(tr)
-	}
+	files := layerFiles(t, data) // a gzipped tar, as a layer is
 	var chart struct{ Name, Version, AppVersion string }
 	if err := yaml.Unmarshal(files["etcd-operator/Chart.yaml"], &chart); err != nil {
 		t.Fatalf("Chart.yaml: %v", err)
