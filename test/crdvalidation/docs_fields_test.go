@@ -1,8 +1,6 @@
 package crdvalidation
 
 import (
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -53,25 +51,12 @@ func TestDocsNameOnlyFieldsThatExist(t *testing.T) {
 		t.Fatalf("%d CRD schemas, want 4", len(schemas))
 	}
 
-	root := testutil.RepoRoot()
-	files := []string{filepath.Join(root, "README.md")}
-	err = filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") && !strings.HasSuffix(p, "api-reference.md") {
-			files = append(files, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	checked := 0
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for rel, text := range testutil.Docs(t) {
+		if rel == filepath.Join("docs", "api-reference.md") { // generated from the API types
+			continue
 		}
-		rel, _ := filepath.Rel(root, f)
-		for _, m := range fieldPath.FindAllStringSubmatch(string(data), -1) {
+		for _, m := range fieldPath.FindAllStringSubmatch(text, -1) {
 			path := m[1]
 			if _, ok := notOurs[path]; ok {
 				continue

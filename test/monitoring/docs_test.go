@@ -1,7 +1,6 @@
 package monitoring
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,25 +23,9 @@ var metricName = regexp.MustCompile(`\betcd_operator_[a-z0-9_]*[a-z0-9]\b`)
 // writes.
 func docMetrics(t *testing.T) map[string][]string {
 	t.Helper()
-	root := testutil.RepoRoot()
-	files := []string{filepath.Join(root, "README.md")}
-	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
-			files = append(files, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]string{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, f)
-		for _, m := range metricName.FindAllString(string(data), -1) {
+	for rel, text := range testutil.Docs(t) {
+		for _, m := range metricName.FindAllString(text, -1) {
 			if !slices.Contains(out[rel], m) {
 				out[rel] = append(out[rel], m)
 			}
