@@ -131,7 +131,7 @@ test-chaos: ## Run the chaos suite on the local cluster: every fault kind, 5 tim
 
 .PHONY: test-chaos-smoke
 test-chaos-smoke: ## One run of each smoke chaos fault kind (what CI runs).
-	CHAOS_RUNS=1 hack/chaos.sh
+	CHAOS_RUNS=1 hack/chaos.sh -parallel 3
 
 .PHONY: test-upgrade
 test-upgrade: ## Upgrade e2e on the local cluster: the previous release (hack/previous-release, built from git) with restores in flight, upgraded to the working tree's.
