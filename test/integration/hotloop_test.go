@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,13 +18,20 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// hotLoopNamespaces are TestNoHotLoops' namespaces, one per operator binary: fixed names, so
-// that the cluster-wide operators of a test running beside it can exclude them.
-var hotLoopNamespaces = map[string]string{
-	"etcd-operator":    "hotloop-etcd-operator",
-	"backup-operator":  "hotloop-backup-operator",
-	"restore-operator": "hotloop-restore-operator",
+// hotLoopNamespaces are TestNoHotLoops' namespaces in round round of a `go test -count=N` run,
+// one per operator binary: names known in advance, so that the cluster-wide operators of the
+// test running beside it in the same round can exclude them, and new each round (envtest never
+// finishes deleting a namespace, so a name cannot be used twice). Each of the two tests counts
+// its own rounds (hotLoopRuns, memoryRuns); go test runs the whole list once per round.
+func hotLoopNamespaces(round int32) map[string]string {
+	names := map[string]string{}
+	for _, b := range []string{"etcd-operator", "backup-operator", "restore-operator"} {
+		names[b] = fmt.Sprintf("hotloop-%s-%d", b, round)
+	}
+	return names
 }
+
+var hotLoopRuns, memoryRuns atomic.Int32
 
 // Bounds of TestNoHotLoops.
 const (
@@ -59,8 +67,9 @@ func TestNoHotLoops(t *testing.T) {
 	}
 	closed := freePort(t) // nothing listens here: an unreachable etcd and store
 	ns := map[string]string{}
+	names := hotLoopNamespaces(hotLoopRuns.Add(1))
 	for _, b := range []string{"etcd-operator", "backup-operator", "restore-operator"} {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hotLoopNamespaces[b]}}
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[b]}}
 		if err := env.Client.Create(ctx, n); err != nil {
 			t.Fatal(err)
 		}
