@@ -34,6 +34,32 @@ source "$ROOT_DIR/hack/local-cluster/env.sh"
 E2E_TIMEOUT="${E2E_TIMEOUT:-60m}"
 external_cluster="${KUBECONFIG:+yes}"
 
+# E2E_PKGS: one package or pattern. The whole suite runs its longest packages first: a long
+# package started last is the run's tail. The packages whose tests mostly wait (cron minutes and
+# the backup operator's retry backoff: backup 213 s and drill 108 s in the CI rehearsal at
+# 2c61555, against restore 518 s and etcdcluster 675 s; drill also holds TestAutomaticRecovery,
+# 143 s waiting for a scheduled backup and its afterSeconds) run beside them in a go test of their
+# own, so that they do not hold one of the two lanes the CPU-bound packages need; their output
+# follows.
+side=()
+if [ -n "${E2E_PKGS:-}" ]; then
+  pkgs=("$E2E_PKGS")
+else
+  mod=$(go list -m)
+  side=("$mod/test/e2e/backup" "$mod/test/e2e/drill")
+  mapfile -t pkgs < <(longest_first e2e ./test/e2e/... "$mod/test/e2e/etcdcluster" "$mod/test/e2e/restore" \
+    "$mod/test/e2e/safety" | grep -vxF -f <(printf '%s\n' "${side[@]}"))
+fi
+if [ "${#pkgs[@]}" -lt 2 ] && [ -z "${E2E_PKGS:-}" ]; then
+  log "go list found no packages to test"
+  exit 1
+fi
+# The test binaries are linked first, and again only when their inputs changed (hack/testbin.sh:
+# go test links every one of them on each run, about 10 CPU-seconds each, in a step whose CPU
+# is the limit); a build error stops the run before any cluster is touched.
+export TESTBIN_TAGS="${E2E_TAGS:-e2e}" TESTBIN_TIMEOUT="$E2E_TIMEOUT"
+timed "e2e test binaries" "$ROOT_DIR/hack/testbin.sh" link "${pkgs[@]}" "${side[@]}" || exit 1
+
 if [ -z "$external_cluster" ]; then
   local_stack_up || exit 1
   export E2E_OBJSTORES_REQUIRED=1 # just started: a test that cannot read them fails, never skips
@@ -60,34 +86,15 @@ cd "$ROOT_DIR" || exit 1
 # appended to E2E_FAILURES: hack/test.sh repeats them at the end of the run.
 mkdir -p "$CACHE_DIR/e2e"
 out="$CACHE_DIR/e2e/go-test.log"
-# E2E_PKGS: one package or pattern. The whole suite runs its longest packages first: a long
-# package started last is the run's tail. The packages whose tests mostly wait (cron minutes and
-# the backup operator's retry backoff: backup 213 s and drill 108 s in the CI rehearsal at
-# 2c61555, against restore 518 s and etcdcluster 675 s; drill also holds TestAutomaticRecovery,
-# 143 s waiting for a scheduled backup and its afterSeconds) run beside them in a go test of their
-# own, so that they do not hold one of the two lanes the CPU-bound packages need; their output
-# follows.
-side=()
-if [ -n "${E2E_PKGS:-}" ]; then
-  pkgs=("$E2E_PKGS")
-else
-  mod=$(go list -m)
-  side=("$mod/test/e2e/backup" "$mod/test/e2e/drill")
-  mapfile -t pkgs < <(longest_first e2e ./test/e2e/... "$mod/test/e2e/etcdcluster" "$mod/test/e2e/restore" \
-    "$mod/test/e2e/safety" | grep -vxF -f <(printf '%s\n' "${side[@]}"))
-fi
-if [ "${#pkgs[@]}" -lt 2 ] && [ -z "${E2E_PKGS:-}" ]; then
-  log "go list found no packages to test"
-  exit 1
-fi
 # shellcheck disable=SC2317 # called through timed
 run_tests() {
   local rc=0 side_pid="" side_out="$CACHE_DIR/e2e/go-test-side.log"
   if [ "${#side[@]}" -gt 0 ]; then
-    go test -tags "${E2E_TAGS:-e2e}" "${side[@]}" -v -count=1 -timeout "$E2E_TIMEOUT" "$@" >"$side_out" 2>&1 &
+    "$ROOT_DIR/hack/testbin.sh" run 2 "${side[@]}" -- -v "$@" >"$side_out" 2>&1 &
     side_pid=$!
   fi
-  go test -tags "${E2E_TAGS:-e2e}" "${pkgs[@]}" -v -count=1 -timeout "$E2E_TIMEOUT" "$@" 2>&1 || rc=$?
+  # two packages at a time, as go test -p 2 (this machine's cores); flags as go test takes them
+  "$ROOT_DIR/hack/testbin.sh" run 2 "${pkgs[@]}" -- -v "$@" 2>&1 || rc=$?
   if [ -n "$side_pid" ]; then
     wait "$side_pid" || rc=$?
     cat "$side_out"

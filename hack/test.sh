@@ -70,11 +70,14 @@ if [ "${#pkgs[@]}" -lt 2 ] && [ -z "${E2E_PKGS:-}" ]; then
   log "go list found no packages to test"
   exit 1
 fi
-# One package per core (go test's default). The machine is about 64 % busy over the step, but
-# three at once kept it 93 % busy for the same wall time (CI rehearsals at 02889bd and 3b9717f,
-# 662 s and 667 s, the second with other builds on the machine), and four starved envtest on a
-# cold build (docs/flakes.md, 2026-11-28): not worth a red cold run.
-ci_step "unit and envtest (go test ./...)" go test -count=1 -timeout 45m "${pkgs[@]}"
+# What go test ./... does, in two steps (hack/testbin.sh, docs/ci.md): every test binary linked
+# first, one per core, and only when its inputs changed (go test links all 46 again on each run:
+# about 350 CPU-seconds, in the slots of tests that mostly wait); then TEST_PARALLEL packages at
+# a time. Three: with no compile or link beside them the packages wait on kube-apiserver, etcd and
+# the object stores more than they compute (go test's two at a time kept the machine 65 % busy).
+TEST_PARALLEL="${TEST_PARALLEL:-3}"
+ci_step "unit and envtest: test binaries linked" hack/testbin.sh link "${pkgs[@]}"
+ci_step "unit and envtest: $TEST_PARALLEL packages at a time" hack/testbin.sh run "$TEST_PARALLEL" "${pkgs[@]}"
 
 if [ "$mode" = all ]; then
   rc=0
