@@ -31,8 +31,10 @@
 # output streams as it runs. Each binary runs in its package's directory with -test.count=1,
 # -test.paniconexit0 and -test.timeout TESTBIN_TIMEOUT (default 45m), as `go test -count=1`. go
 # test's built-in vet checks are not run here: make lint runs go vet with every analyzer.
+# TESTBIN_MODULE_DIR (default this repository): the module whose packages are meant (its tests use
+# a module of their own, hack/testbintest).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-cd "$ROOT_DIR"
+cd "${TESTBIN_MODULE_DIR:-$ROOT_DIR}"
 
 TESTBIN_TAGS="${TESTBIN_TAGS:-}"
 TESTBIN_BUILDFLAGS="${TESTBIN_BUILDFLAGS:-}"
@@ -128,7 +130,9 @@ run_one() { # run_one STREAM VERBOSE FLAG... PKG DIR BIN: run one binary, print 
   out="$TESTBIN_DIR/logs/$(basename "$(dirname "$bin")").log"
   start=$(date +%s.%N)
   if [ "$stream" = 1 ]; then
-    (cd "$dir" && "$bin" -test.count=1 -test.timeout="$TESTBIN_TIMEOUT" -test.paniconexit0 "$@") 2>&1 | tee "$out" || rc=$?
+    # (a function run by xargs' bash: no pipefail there, so the binary's own exit code)
+    (cd "$dir" && "$bin" -test.count=1 -test.timeout="$TESTBIN_TIMEOUT" -test.paniconexit0 "$@") 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
   else
     (cd "$dir" && "$bin" -test.count=1 -test.timeout="$TESTBIN_TIMEOUT" -test.paniconexit0 "$@") >"$out" 2>&1 || rc=$?
   fi
