@@ -18,7 +18,9 @@ import (
 // TestBackups lists a real MinIO bucket through the schedule's storage block and credentials
 // Secret: backups of this cluster under two cluster IDs (before and after a re-creation) are
 // marked *, those of another cluster and of the same name in another namespace !, a legacy key
-// and a foreign object ?; a block without a Secret is refused unless --ambient-credentials.
+// and a foreign object ?; -o json and -o yaml parse as a backupList with the same marks,
+// revisions and sizes; another -o value is a usage error; a block without a Secret is refused
+// unless --ambient-credentials.
 func TestBackups(t *testing.T) {
 	bucket := storagetest.NewS3Bucket(t)
 	ns := testutil.Namespace(t, k8s, "backups")
@@ -70,6 +72,61 @@ func TestBackups(t *testing.T) {
 		if l := squash(line(r.out, keys[what])); !strings.Contains(l, want) {
 			t.Errorf("%s: row %q, want %q", what, l, want)
 		}
+	}
+
+	// -o json and -o yaml: the same rows as one list object on stdout, the heading on stderr.
+	for _, format := range []string{"json", "yaml"} {
+		r := run(t.Context(), now, ns, "backups", "main", "-o", format)
+		if r.code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", format, r.code, r.err)
+		}
+		if !strings.Contains(r.err, "(storage of etcdbackupschedule/nightly), 6 objects") {
+			t.Errorf("-o %s: stderr %q, want the heading", format, r.err)
+		}
+		t.Log("\n" + r.out)
+		var l backupList
+		if err := decode(format, r.out, &l); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, r.out)
+		}
+		if l.Location != "S3://"+bucket.Name+"/etcd/backup" || l.StorageOf != "etcdbackupschedule/nightly" || l.Namespace != ns || l.Cluster != "main" || len(l.Backups) != len(keys) {
+			t.Fatalf("-o %s: %s of %s for %s/%s, %d objects; want %d:\n%s", format, l.Location, l.StorageOf, l.Namespace, l.Cluster, len(l.Backups), len(keys), r.out)
+		}
+		byKey := map[string]backupObject{}
+		for _, b := range l.Backups {
+			byKey[b.Key] = b
+		}
+		for what, want := range map[string]struct {
+			match     string
+			revision  int64
+			taken     time.Time
+			owner     string
+			clusterID string
+		}{
+			"before re-creation": {matchThis, 100, now.Add(-48 * time.Hour), "main", "00000000000000aa"},
+			"this cluster":       {matchThis, 200, now.Add(-2 * time.Hour), "main", "00000000000000bb"},
+			"other cluster":      {matchOther, 300, now.Add(-time.Hour), "other", "00000000000000cc"},
+			"other namespace":    {matchOther, 400, now.Add(-time.Hour), "main", "00000000000000bb"},
+			"legacy":             {matchLegacy, 50, now.Add(-72 * time.Hour), "", ""},
+			"foreign":            {matchNotBackup, 0, time.Time{}, "", ""},
+		} {
+			b, ok := byKey[keys[what]]
+			switch {
+			case !ok:
+				t.Errorf("-o %s: %s (%s) missing", format, what, keys[what])
+				continue
+			case b.Match != want.match || b.Revision != want.revision || b.Size != 2048:
+				t.Errorf("-o %s: %s = %+v, want %s, revision %d, 2048 bytes", format, what, b, want.match, want.revision)
+			case want.taken.IsZero() != (b.Time == nil) || (b.Time != nil && !b.Time.Time.Equal(want.taken)):
+				t.Errorf("-o %s: %s taken %v, want %v", format, what, b.Time, want.taken)
+			case want.owner == "" && b.Owner != nil:
+				t.Errorf("-o %s: %s owner %+v, want none", format, what, b.Owner)
+			case want.owner != "" && (b.Owner == nil || b.Owner.Cluster != want.owner || b.Owner.ClusterID != want.clusterID):
+				t.Errorf("-o %s: %s owner %+v, want cluster %s (ID %s)", format, what, b.Owner, want.owner, want.clusterID)
+			}
+		}
+	}
+	if r := run(t.Context(), now, ns, "backups", "main", "-o", "table"); r.code != 2 || !strings.Contains(r.err, `backups: -o "table": want json or yaml`) || r.out != "" {
+		t.Errorf("backups -o table: exit %d, stdout %q, stderr %q; want 2 and the usage error", r.code, r.out, r.err)
 	}
 
 	// A storage block without a credentials Secret: no ambient credentials unless asked for.

@@ -5,7 +5,6 @@ import (
 	"io"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -14,62 +13,60 @@ import (
 
 // success is one successful backup as a schedule or an EtcdBackup recorded it.
 type success struct {
-	by       string // schedule/<name> or backup/<name>
-	backup   string
-	time     *metav1.Time
-	location string
+	// By is schedule/<name> or backup/<name>; Backup the EtcdBackup's name.
+	By       string       `json:"by"`
+	Backup   string       `json:"backup,omitempty"`
+	Time     *metav1.Time `json:"time"`
+	Location string       `json:"location,omitempty"`
 }
 
 // newestSuccess is the newest successful backup r's schedules and backups recorded, or nil.
 func newestSuccess(r *related) *success {
 	var best *success
 	consider := func(s success) {
-		if s.time != nil && (best == nil || s.time.After(best.time.Time)) {
+		if s.Time != nil && (best == nil || s.Time.After(best.Time.Time)) {
 			best = &s
 		}
 	}
 	for _, s := range r.schedules {
-		consider(success{by: "schedule/" + s.Name, backup: s.Status.LastSuccessfulBackup, time: s.Status.LastSuccessfulTime, location: s.Status.LastSuccessfulLocation})
+		consider(success{By: "schedule/" + s.Name, Backup: s.Status.LastSuccessfulBackup, Time: s.Status.LastSuccessfulTime, Location: s.Status.LastSuccessfulLocation})
 	}
 	for _, b := range r.backups {
 		if b.Status.Succeeded || b.Status.Phase == etcdv1beta2.BackupPhaseCompleted {
-			consider(success{by: "backup/" + b.Name, backup: b.Name, time: b.Status.LastSuccessDate, location: b.Status.Location})
+			consider(success{By: "backup/" + b.Name, Backup: b.Name, Time: b.Status.LastSuccessDate, Location: b.Status.Location})
 		}
 	}
 	return best
 }
 
 // writeBackupSummary prints the newest backup with its RPO and a line per schedule.
-func writeBackupSummary(w io.Writer, r *related, now time.Time) {
+func writeBackupSummary(w io.Writer, b *statusBackups, now time.Time) {
 	fmt.Fprintln(w, "\nBackups:")
 	tw := table(w)
-	if s := newestSuccess(r); s != nil {
-		fmt.Fprintf(tw, "  Newest:\t%s (%s) at %s\n", orDash(s.backup), s.by, stamp(s.time))
-		fmt.Fprintf(tw, "  Location:\t%s\n", orDash(s.location))
-		fmt.Fprintf(tw, "  RPO:\t%s (now - newest success)\n", duration.HumanDuration(now.Sub(s.time.Time)))
+	if s := b.Newest; s != nil {
+		fmt.Fprintf(tw, "  Newest:\t%s (%s) at %s\n", orDash(s.Backup), s.By, stamp(s.Time))
+		fmt.Fprintf(tw, "  Location:\t%s\n", orDash(s.Location))
+		fmt.Fprintf(tw, "  RPO:\t%s (now - newest success)\n", duration.HumanDuration(time.Duration(b.RPOSeconds)*time.Second))
 	} else {
 		fmt.Fprintln(tw, "  Newest:\tnone: no schedule or backup of this cluster has succeeded")
 	}
 	_ = tw.Flush()
-	if len(r.schedules) == 0 {
+	if len(b.Schedules) == 0 {
 		fmt.Fprintln(w, "  (no EtcdBackupSchedule backs up this cluster)")
 		return
 	}
 	tw = table(w)
 	fmt.Fprintln(tw, "  SCHEDULE\tCRON\tLAST SUCCESS\tNEXT\tFRESH\tACTIVE")
-	for _, s := range r.schedules {
-		fresh := "-"
-		if c := meta.FindStatusCondition(s.Status.Conditions, etcdv1beta2.ScheduleConditionBackupFresh); c != nil {
-			fresh = string(c.Status)
-			if c.Status != metav1.ConditionTrue {
-				fresh += " (" + c.Reason + ")"
-			}
+	for _, s := range b.Schedules {
+		fresh := orDash(s.Fresh)
+		if s.Fresh != "" && s.Fresh != string(metav1.ConditionTrue) {
+			fresh += " (" + s.FreshReason + ")"
 		}
 		last := "-"
-		if s.Status.LastSuccessfulTime != nil {
-			last = age(now, s.Status.LastSuccessfulTime) + " ago"
+		if s.LastSuccessfulTime != nil {
+			last = age(now, s.LastSuccessfulTime) + " ago"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\n", s.Name, s.Spec.Schedule, last, stamp(s.Status.NextScheduleTime), fresh, len(s.Status.Active))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\n", s.Name, s.Schedule, last, stamp(s.NextScheduleTime), fresh, s.Active)
 	}
 	_ = tw.Flush()
 }

@@ -41,10 +41,10 @@ var errUsage = errors.New("usage")
 const usage = `kubectl etcd: day-two actions on the EtcdClusters of the etcd operator suite.
 
 Usage:
-  kubectl etcd status <cluster>                        phase, conditions, members, backups, drills
+  kubectl etcd status <cluster> [-o json|yaml]         phase, conditions, members, backups, drills
   kubectl etcd backup now <cluster> [--schedule s] [--wait]
                                                        a one-shot EtcdBackup from the schedule's template
-  kubectl etcd backups <cluster> [--schedule s | --backup b] [--ambient-credentials]
+  kubectl etcd backups <cluster> [--schedule s | --backup b] [--ambient-credentials] [-o json|yaml]
                                                        the backup objects in the bucket
   kubectl etcd snapshot download <backup | location URL> -o <file> [--schedule s | --backup b]
                                                        stream a backup to a file, checking etcd's sha256
@@ -66,6 +66,8 @@ Global flags (anywhere on the line):
   -n, --namespace   namespace (default: the kubeconfig context's)
   --kubeconfig      kubeconfig file (default: $KUBECONFIG or ~/.kube/config)
   --context         kubeconfig context
+
+-o json|yaml prints an object on stdout instead of the screen; progress goes to stderr.
 `
 
 // Run runs the command line args (without the program name) and returns the exit code: 0 on

@@ -1,6 +1,7 @@
 package kubectletcd
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 // its schedule (last success 5 minutes ago, a passed drill), an older one-shot backup and a
 // schedule of another cluster, and checks the one screen `status` prints: phase, conditions,
 // the leader and the failing member's error, the newest backup with RPO 5m (the schedule's,
-// not the older backup's), the drill, the last recovery; nothing of the other cluster.
+// not the older backup's), the drill, the last recovery; nothing of the other cluster. With -o
+// json and -o yaml it parses the same as a statusReport; another -o value is a usage error.
 func TestStatus(t *testing.T) {
 	ns := testutil.Namespace(t, k8s, "status")
 	now := time.Now().UTC().Truncate(time.Second)
@@ -81,10 +83,73 @@ func TestStatus(t *testing.T) {
 		t.Errorf("the schedule of another cluster is shown:\n%s", r.out)
 	}
 
+	// -o json and -o yaml: the same screen as one object on stdout, nothing on stderr.
+	for _, format := range []string{"json", "yaml"} {
+		r := run(t.Context(), now, ns, "status", "main", "-o", format)
+		if r.code != 0 || r.err != "" {
+			t.Fatalf("-o %s: exit %d, stderr %q", format, r.code, r.err)
+		}
+		t.Log("\n" + r.out)
+		var rep statusReport
+		if err := decode(format, r.out, &rep); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, r.out)
+		}
+		checkStatusReport(t, format, ns, &rep)
+	}
+	if r := run(t.Context(), now, ns, "status", "main", "-o", "wide"); r.code != 2 || !strings.Contains(r.err, `status: -o "wide": want json or yaml`) || r.out != "" {
+		t.Errorf("status -o wide: exit %d, stdout %q, stderr %q; want 2 and the usage error", r.code, r.out, r.err)
+	}
+
 	if r := run(t.Context(), now, ns, "status", "missing"); r.code != 1 || !strings.Contains(r.err, "not found") {
 		t.Errorf("status of a missing cluster: exit %d, stderr %q; want 1 and not found", r.code, r.err)
 	}
 	if r := run(t.Context(), now, ns, "status"); r.code != 2 {
 		t.Errorf("status without a cluster: exit %d, want 2", r.code)
+	}
+}
+
+// checkStatusReport checks what `status -o format` printed for TestStatus's cluster.
+func checkStatusReport(t *testing.T, format, ns string, rep *statusReport) {
+	t.Helper()
+	if rep.Namespace != ns || rep.Cluster != "main" || rep.Phase != "Degraded" || rep.Reason != "MemberUnhealthy" ||
+		rep.Size != 3 || rep.ReadyMembers != 2 || rep.Leader != "main-1" || rep.ClusterID != "8e9e05c52164694d" {
+		t.Errorf("-o %s: cluster %s/%s phase %q (%s), %d ready of %d, leader %q, ID %q", format,
+			rep.Namespace, rep.Cluster, rep.Phase, rep.Reason, rep.ReadyMembers, rep.Size, rep.Leader, rep.ClusterID)
+	}
+	var names []string
+	for _, m := range rep.Members {
+		names = append(names, m.Name)
+	}
+	if want := []string{"main-0", "main-1", "main-2"}; !slices.Equal(names, want) {
+		t.Fatalf("-o %s: members %v, want %v", format, names, want)
+	}
+	if m := rep.Members[0]; !m.Outdated || m.Leader || m.Role != "Follower" || m.DBSize != 20<<20 || m.DBSizeInUse != 5<<20 || !m.Healthy {
+		t.Errorf("-o %s: main-0 = %+v, want an outdated healthy follower of 20 MiB, 5 MiB in use", format, m)
+	}
+	if m := rep.Members[1]; !m.Leader || m.Version != "3.6.16" {
+		t.Errorf("-o %s: main-1 = %+v, want the leader on 3.6.16", format, m)
+	}
+	if m := rep.Members[2]; m.Healthy || m.LastError != "context deadline exceeded" {
+		t.Errorf("-o %s: main-2 = %+v, want unhealthy with its last error", format, m)
+	}
+	if len(rep.Conditions) != 2 || rep.Conditions[0].Type != "Ready" || rep.Conditions[0].Status != metav1.ConditionFalse {
+		t.Errorf("-o %s: conditions %+v, want Ready=False first of 2", format, rep.Conditions)
+	}
+	if d := rep.DefragmentRequest; d == nil || d.State != etcdv1beta2.DefragmentRequestPending || len(d.Defragmented) != 1 {
+		t.Errorf("-o %s: defragmentRequest %+v, want Pending with main-0 done", format, d)
+	}
+	b := rep.Backups
+	if n := b.Newest; n == nil || n.Backup != "nightly-202611270100" || n.By != "schedule/nightly" || n.Location != "S3://bucket/main_20261127T010000Z_v1" || b.RPOSeconds != 300 {
+		t.Errorf("-o %s: newest backup %+v, RPO %ds; want nightly-202611270100 of schedule/nightly, 300s", format, n, b.RPOSeconds)
+	}
+	if len(b.Schedules) != 1 || b.Schedules[0].Name != "nightly" || b.Schedules[0].Fresh != "True" || b.Schedules[0].Schedule != "0 */6 * * *" {
+		t.Errorf("-o %s: schedules %+v, want nightly only, fresh", format, b.Schedules)
+	}
+	if len(rep.Drills) != 1 || rep.Drills[0].Schedule != "nightly" || rep.Drills[0].LastDrill == nil || !rep.Drills[0].LastDrill.Passed ||
+		rep.Drills[0].LastDrill.TimeToRestore == nil || rep.Drills[0].LastDrill.TimeToRestore.Duration != 95*time.Second {
+		t.Errorf("-o %s: drills %+v, want nightly's passed drill with time to restore 1m35s", format, rep.Drills)
+	}
+	if rec := rep.LastRecovery; rec == nil || rec.RestoreName != "main-recovery-1" || rec.RPOSeconds != 3600 || rec.RPORevisions != 42 {
+		t.Errorf("-o %s: lastRecovery %+v, want main-recovery-1, 3600s and 42 revisions", format, rec)
 	}
 }

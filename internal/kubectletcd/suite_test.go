@@ -3,6 +3,7 @@ package kubectletcd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -157,6 +159,17 @@ func line(out, s string) string {
 		}
 	}
 	return ""
+}
+
+// decode parses what a command printed with -o format (json or yaml) into v, refusing fields v
+// lacks.
+func decode(format, out string, v any) error {
+	if format == "yaml" {
+		return yaml.UnmarshalStrict([]byte(out), v)
+	}
+	d := json.NewDecoder(strings.NewReader(out))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
 }
 
 // ago is now - d as an API time.
