@@ -23,25 +23,10 @@ if [ "$mode" = all ]; then
   # Failed e2e, chaos and bench tests with their last lines (hack/e2e.sh), repeated at the end.
   export E2E_FAILURES="$CACHE_DIR/e2e/failures.txt"
   : >"$E2E_FAILURES"
-  # Beside the unit tests, which leave a quarter of the machine idle: the teardown self-test
-  # (hack/local-cluster/selftest.sh: its own namespaces, mostly waits, 43-76 s), which must pass
-  # before the first local-cluster up; then what the e2e and upgrade steps set up (the local
-  # cluster, this tree's images, the object stores for pods, the previous release's image: 84 s
-  # and 45 s of those steps in the rehearsal at 4bdda28). Each is idempotent and cached, so the
-  # steps find them ready.
-  beside_unit() {
-    local rc=0
-    ci_step "local cluster teardown self-test (beside the unit tests)" hack/local-cluster/selftest.sh >"$CACHE_DIR/selftest.log" 2>&1 || rc=$?
-    # shellcheck disable=SC1091
-    ci_step "e2e and upgrade setup (beside the unit tests)" bash -c 'source hack/lib.sh && source hack/local-cluster/env.sh &&
-      local_stack_up && env -u KUBECONFIG UPGRADE_PREPARE_ONLY=1 hack/upgrade-test.sh' >"$CACHE_DIR/e2e/setup.log" 2>&1 || rc=$?
-    return "$rc"
-  }
-  beside_unit &
-  beside=$!
-  # A failed unit step ends this script: it waits for the setup first (at most a few minutes), so
-  # that .ci/run's teardown never races a cluster coming up.
-  trap 'wait "$beside" 2>/dev/null' EXIT
+  # The teardown self-test (hack/local-cluster/selftest.sh: its own namespaces, mostly waits, 43 s)
+  # runs beside the unit tests too; it must pass before the first local-cluster up (e2e step).
+  ci_step "local cluster teardown self-test (beside the unit tests)" hack/local-cluster/selftest.sh >"$CACHE_DIR/selftest.log" 2>&1 &
+  selftest=$!
   ci_step "object stores" hack/objstores.sh up
   # shellcheck disable=SC1090,SC1091
   source "$CACHE_DIR/objstores/env"
@@ -102,13 +87,10 @@ if [ "$mode" = all ]; then
     go test -tags bench -count=1 -run '^TestBackupBench$' ./bench/snapshot/ || rc=$?
   # down removes only what the local cluster made, also when an earlier clone's cluster was left
   # behind on a reused machine (the CI failure of 2026-11-28): checked in a sandbox, beside the
-  # unit tests, before the setup beside them brought the local cluster up.
-  wait "$beside" || rc=$?
-  trap - EXIT
+  # unit tests.
   log "local cluster teardown self-test (ran beside the unit tests):"
+  wait "$selftest" || rc=$?
   cat "$CACHE_DIR/selftest.log"
-  log "e2e and upgrade setup (ran beside the unit tests):"
-  cat "$CACHE_DIR/e2e/setup.log"
   log "e2e on the local cluster"
   ci_step "e2e (local cluster up, images, deploy, tests)" hack/e2e.sh || rc=$?
   log "upgrade: the previous release with restores in flight, upgraded to this tree's (make test-upgrade)"

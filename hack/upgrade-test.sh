@@ -62,10 +62,6 @@ timed "previous operator image ($E2E_UPGRADE_PREV_IMG)" env CACHE_DIR="$CACHE_DI
   BUILD_DATE="$(TZ=UTC git -C "$ROOT_DIR" log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ "$prev_commit")" \
   "$prev/hack/images.sh" operator
 
-if [ "${UPGRADE_PREPARE_ONLY:-}" = 1 ]; then # hack/test.sh builds it beside the unit tests
-  exit 0
-fi
-
 export E2E_UPGRADE_PREV_DIR="$prev"
 export E2E_TIMEOUT="${E2E_TIMEOUT:-20m}"
 E2E_PKGS=./test/e2e/upgrade/ E2E_TAGS=e2e,upgrade exec "$ROOT_DIR/hack/e2e.sh" "$@"
