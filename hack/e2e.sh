@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs the e2e suite (test/e2e, build tag e2e) against the local cluster: brings the cluster up if
 # it is not (hack/local-cluster.sh up is idempotent), builds and imports the images, deploys the
-# operators, then `go test -tags e2e ./test/e2e/...`. Every step is cached, so a rerun spends its
-# time in the tests.
+# operators, then runs what `go test -tags e2e ./test/e2e/...` would, through hack/testbin.sh (each
+# test binary linked once per its inputs, two packages at a time). Every step is cached, so a
+# rerun spends its time in the tests.
 #
-#   hack/e2e.sh [go test args...]     e.g. hack/e2e.sh -run TestSmoke
+#   hack/e2e.sh [go test flags...]    e.g. hack/e2e.sh -run TestSmoke (the test binary's flags:
+#                                     -run, -v, -parallel, -timeout, -count, -skip, -failfast, ...)
 #
 # With KUBECONFIG set, the cluster it names is used as is: no local cluster, no image import
 # (the images must already be where that cluster's nodes find them).
