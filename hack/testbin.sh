@@ -99,8 +99,9 @@ link() {
   while IFS=$'\t' read -r pkg dir bin; do
     n=$(name "$pkg")
     printf '%s\t%s\t%s\n' "$pkg" "$dir" "$bin" >"$TESTBIN_DIR/$n.current"
-    # the package's binaries of other keys (a few GB after a few commits otherwise)
-    find "$TESTBIN_DIR" -mindepth 1 -maxdepth 1 -type d -name "$n-*" ! -path "${bin%/*}" -exec rm -rf {} +
+    # the package's binaries of other keys (a few GB after a few commits otherwise); the key's 24
+    # characters spelled out, so that package a's cleanup never matches a package named a-b
+    find "$TESTBIN_DIR" -mindepth 1 -maxdepth 1 -type d -name "$n-$(printf '?%.0s' {1..24})" ! -path "${bin%/*}" -exec rm -rf {} +
   done <<<"$want"
   log "test binaries (${TESTBIN_TAGS:-no tags}): $linked linked, $cached unchanged since an earlier run"
 }

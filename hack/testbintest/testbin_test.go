@@ -14,8 +14,8 @@ import (
 )
 
 // module writes a module "example.test/m" with package a (V returns v), package b (W returns
-// a.V()) and a test of b that wants W() == 1, and package c whose test passes; it returns the
-// module's directory.
+// a.V()) and a test of b that wants W() == 1, and packages c and b-x whose tests pass; it returns
+// the module's directory.
 func module(t *testing.T, v string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -35,6 +35,8 @@ func TestW(t *testing.T) {
 func TestOther(t *testing.T) { t.Log("other ran") }
 `)
 	write(t, dir, "c/c_test.go", "package c\n\nimport \"testing\"\n\nfunc TestC(t *testing.T) {}\n")
+	// a package whose name starts with b's and a dash: b's cleanup must leave its binary alone
+	write(t, dir, "b-x/bx_test.go", "package bx\n\nimport \"testing\"\n\nfunc TestBX(t *testing.T) {}\n")
 	return dir
 }
 
@@ -86,7 +88,7 @@ func TestChangeInADependencyIsTested(t *testing.T) {
 	if !ok {
 		t.Fatalf("link failed:\n%s", out)
 	}
-	mustContain(t, out, "2 linked, 0 unchanged")
+	mustContain(t, out, "3 linked, 0 unchanged")
 	out, ok = testbin(t, dir, cache, "run", "2", "./...")
 	if !ok {
 		t.Fatalf("run failed before the change:\n%s", out)
@@ -94,14 +96,14 @@ func TestChangeInADependencyIsTested(t *testing.T) {
 	mustContain(t, out, "ok  \texample.test/m/b\t", "ok  \texample.test/m/c\t")
 
 	out, _ = testbin(t, dir, cache, "link", "./...")
-	mustContain(t, out, "0 linked, 2 unchanged")
+	mustContain(t, out, "0 linked, 3 unchanged")
 
 	write(t, dir, "a/a.go", aSource("2"))
 	out, ok = testbin(t, dir, cache, "link", "./...")
 	if !ok {
 		t.Fatalf("link failed:\n%s", out)
 	}
-	mustContain(t, out, "1 linked, 1 unchanged") // c does not import a
+	mustContain(t, out, "1 linked, 2 unchanged") // c and b-x do not import a
 	// two packages (each one's output printed when it ends), then one alone (its output streams)
 	for _, pkgs := range []string{"./...", "./b"} {
 		out, ok = testbin(t, dir, cache, "run", "2", pkgs)
@@ -111,10 +113,12 @@ func TestChangeInADependencyIsTested(t *testing.T) {
 		mustContain(t, out, "W() = 2, want 1", "FAIL\texample.test/m/b\t")
 	}
 
-	// The old binary is gone: one binary per package stays.
-	bins, err := filepath.Glob(filepath.Join(cache, "testbin", "untagged", "b-*", "b.test"))
-	if err != nil || len(bins) != 1 {
-		t.Fatalf("binaries of package b: %v (%v), want exactly one", bins, err)
+	// The old binary is gone: one binary per package stays, b-x's too.
+	for pkg, bin := range map[string]string{"b": "b.test", "b-x": "b-x.test"} {
+		bins, err := filepath.Glob(filepath.Join(cache, "testbin", "untagged", pkg+"-????????????????????????", bin))
+		if err != nil || len(bins) != 1 {
+			t.Fatalf("binaries of package %s: %v (%v), want exactly one", pkg, bins, err)
+		}
 	}
 }
 
