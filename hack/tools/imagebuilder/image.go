@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -60,13 +63,7 @@ func buildImage(o options, p v1.Platform, created time.Time, extra map[string][]
 		src, dst, _ := strings.Cut(f, "=")
 		files[i] = r.Replace(src) + "=" + dst
 	}
-	layerTar, err := buildLayer(files, o.dirs, extra)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	layer, err := newGzipLayer(func(w io.Writer) error { return writeLayer(w, files, o.dirs, extra) })
 	if err != nil {
 		return nil, fmt.Errorf("creating layer: %w", err)
 	}
@@ -102,4 +99,44 @@ func buildImage(o options, p v1.Platform, created time.Time, extra map[string][]
 		return nil, fmt.Errorf("setting config: %w", err)
 	}
 	return img, nil
+}
+
+// gzipLayer is a layer compressed once, as it was written, with the digest of its uncompressed
+// tar taken on the way. go-containerregistry's tarball.LayerFromOpener, given the tar, gzipped
+// it again each time it read the layer (once for its digest, once more to write it) and, given
+// the gzip, read it back uncompressed for its diff ID: three passes over 200 MB where one does.
+// Same gzip level as its default (BestSpeed), so the layer's bytes and digests are the same.
+type gzipLayer struct {
+	gz             []byte
+	digest, diffID v1.Hash
+}
+
+var _ partial.WithDiffID = (*gzipLayer)(nil)
+
+// newGzipLayer runs write once into a gzip stream and returns the layer it makes.
+func newGzipLayer(write func(io.Writer) error) (v1.Layer, error) {
+	var gz bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	tarSum := sha256.New()
+	if err := write(io.MultiWriter(tarSum, zw)); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	l := &gzipLayer{gz: gz.Bytes(), diffID: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(tarSum.Sum(nil))}}
+	sum := sha256.Sum256(l.gz)
+	l.digest = v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+	return partial.CompressedToLayer(l)
+}
+
+func (l *gzipLayer) Digest() (v1.Hash, error)            { return l.digest, nil }
+func (l *gzipLayer) DiffID() (v1.Hash, error)            { return l.diffID, nil }
+func (l *gzipLayer) Size() (int64, error)                { return int64(len(l.gz)), nil }
+func (l *gzipLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
+func (l *gzipLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.gz)), nil
 }
