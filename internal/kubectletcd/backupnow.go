@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"time"
 
@@ -35,13 +36,18 @@ func manualName(base, kind string, now time.Time) string {
 var errOutcome = errors.New("outcome printed")
 
 // backupNow creates a one-shot EtcdBackup from a schedule's template: `kubectl etcd backup now`.
+// With -o it prints the EtcdBackup as the API returns it: created, or with --wait finished.
 func (a *App) backupNow(ctx context.Context, args []string) error {
 	fs := a.flagSet("backup now")
 	schedule := fs.String("schedule", "", "the EtcdBackupSchedule whose backupTemplate to use (default: the cluster's only one)")
 	wait := fs.Bool("wait", false, "follow the backup until it is Completed or Failed")
 	timeout := fs.Duration("timeout", 30*time.Minute, "with --wait, how long to follow the backup")
+	output := outputFlag(fs)
 	pos, err := a.parse(fs, args, 1, "backup now <cluster>")
 	if err != nil {
+		return err
+	}
+	if err := a.checkOutput("backup now", *output); err != nil {
 		return err
 	}
 	c, r, err := a.connect(ctx, pos[0])
@@ -56,16 +62,20 @@ func (a *App) backupNow(ctx context.Context, args []string) error {
 	if err := c.Create(ctx, b); err != nil {
 		return fmt.Errorf("creating EtcdBackup %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	fmt.Fprintf(a.Out, "etcdbackup %s/%s created from schedule %s\n", b.Namespace, b.Name, s.Name)
+	progress := a.progress(*output)
+	fmt.Fprintf(progress, "etcdbackup %s/%s created from schedule %s\n", b.Namespace, b.Name, s.Name)
 	if !*wait {
+		if *output != "" {
+			return a.printOutcome(b, *output)
+		}
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := a.follow(wctx, c, b); err != nil {
+	if err := a.follow(wctx, c, b, progress); err != nil {
 		return err
 	}
-	return a.printOutcome(b)
+	return a.printOutcome(b, *output)
 }
 
 // manualBackup is the EtcdBackup a manual run of s at now creates: the template's spec with a
@@ -89,8 +99,8 @@ func manualBackup(s *etcdv1beta2.EtcdBackupSchedule, now time.Time) *etcdv1beta2
 	return b
 }
 
-// follow polls b until the backup operator finishes it, printing each new phase.
-func (a *App) follow(ctx context.Context, c client.Reader, b *etcdv1beta2.EtcdBackup) error {
+// follow polls b until the backup operator finishes it, printing each new phase to w.
+func (a *App) follow(ctx context.Context, c client.Reader, b *etcdv1beta2.EtcdBackup, w io.Writer) error {
 	key := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
 	tick := time.NewTicker(a.Interval)
 	defer tick.Stop()
@@ -100,7 +110,7 @@ func (a *App) follow(ctx context.Context, c client.Reader, b *etcdv1beta2.EtcdBa
 			return fmt.Errorf("following EtcdBackup %s: %w", key, err)
 		}
 		if b.Status.Phase != last && b.Status.Phase != "" {
-			fmt.Fprintf(a.Out, "phase %s\n", b.Status.Phase)
+			fmt.Fprintf(w, "phase %s\n", b.Status.Phase)
 			last = b.Status.Phase
 		}
 		if b.IsFinished() {
@@ -114,10 +124,23 @@ func (a *App) follow(ctx context.Context, c client.Reader, b *etcdv1beta2.EtcdBa
 	}
 }
 
-// printOutcome prints a finished backup; a Failed one is errOutcome.
-func (a *App) printOutcome(b *etcdv1beta2.EtcdBackup) error {
+// printOutcome prints a finished backup, or with output (json or yaml) b as an object (finished,
+// or just created without --wait); a Failed one is errOutcome.
+func (a *App) printOutcome(b *etcdv1beta2.EtcdBackup, output string) error {
 	st := &b.Status
-	if st.Phase == etcdv1beta2.BackupPhaseFailed {
+	failed := st.Phase == etcdv1beta2.BackupPhaseFailed
+	if output != "" {
+		b.SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind("EtcdBackup"))
+		b.ManagedFields = nil
+		if err := writeObject(a.Out, output, b); err != nil {
+			return err
+		}
+		if failed {
+			return errOutcome
+		}
+		return nil
+	}
+	if failed {
 		fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))
 		return errOutcome
 	}

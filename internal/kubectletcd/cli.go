@@ -42,13 +42,13 @@ const usage = `kubectl etcd: day-two actions on the EtcdClusters of the etcd ope
 
 Usage:
   kubectl etcd status <cluster> [-o json|yaml]         phase, conditions, members, backups, drills
-  kubectl etcd backup now <cluster> [--schedule s] [--wait]
+  kubectl etcd backup now <cluster> [--schedule s] [--wait] [-o json|yaml]
                                                        a one-shot EtcdBackup from the schedule's template
   kubectl etcd backups <cluster> [--schedule s | --backup b] [--ambient-credentials] [-o json|yaml]
                                                        the backup objects in the bucket
   kubectl etcd snapshot download <backup | location URL> -o <file> [--schedule s | --backup b]
                                                        stream a backup to a file, checking etcd's sha256
-  kubectl etcd restore <cluster> [--backup b | --schedule s] [--into new-name] [--yes] [--wait]
+  kubectl etcd restore <cluster> [--backup b | --schedule s] [--into new-name] [--yes] [--wait] [-o json|yaml]
                                                        an EtcdRestore, after confirming what it replaces
   kubectl etcd drill now <cluster> [--schedule s] [--wait=false] [-o json|yaml]
                                                        a restore drill of the schedule's newest backup now,

@@ -18,7 +18,8 @@ import (
 )
 
 // restore creates an EtcdRestore of a cluster, in place or into a new cluster, after the user
-// confirmed what it replaces: `kubectl etcd restore <cluster>`.
+// confirmed what it replaces: `kubectl etcd restore <cluster>`. With -o it prints the EtcdRestore
+// as the API returns it: created, or with --wait finished; the prompt then goes to stderr.
 func (a *App) restore(ctx context.Context, args []string) error {
 	fs := a.flagSet("restore")
 	backupName := fs.String("backup", "", "restore this successful EtcdBackup")
@@ -28,8 +29,12 @@ func (a *App) restore(ctx context.Context, args []string) error {
 	wait := fs.Bool("wait", false, "follow the restore until it Succeeded or Failed")
 	timeout := fs.Duration("timeout", time.Hour, "with --wait, how long to follow the restore")
 	to := fs.String("to", "", "restore to a point after the backup with the continuous capture stored next to it: a revision, an RFC 3339 time, or 'captured' for the newest revision captured")
+	output := outputFlag(fs)
 	pos, err := a.parse(fs, args, 1, "restore <cluster>")
 	if err != nil {
+		return err
+	}
+	if err := a.checkOutput("restore", *output); err != nil {
 		return err
 	}
 	point, err := parsePoint(*to)
@@ -65,8 +70,9 @@ func (a *App) restore(ctx context.Context, args []string) error {
 	if *into != "" {
 		spec.EtcdCluster.Name = *into
 	}
-	if target != nil && !*yes && !a.confirm(target, what) {
-		fmt.Fprintln(a.Out, "Aborted: nothing was created.")
+	progress := a.progress(*output)
+	if target != nil && !*yes && !a.confirm(progress, target, what) {
+		fmt.Fprintln(progress, "Aborted: nothing was created.")
 		return errOutcome
 	}
 	rs := &etcdv1beta2.EtcdRestore{
@@ -80,16 +86,19 @@ func (a *App) restore(ctx context.Context, args []string) error {
 	if *into != "" {
 		how = "into new cluster " + *into + " (template " + r.cluster.Name + ")"
 	}
-	fmt.Fprintf(a.Out, "etcdrestore %s/%s created: %s, %s\n", rs.Namespace, rs.Name, what, how)
+	fmt.Fprintf(progress, "etcdrestore %s/%s created: %s, %s\n", rs.Namespace, rs.Name, what, how)
 	if !*wait {
+		if *output != "" {
+			return a.printRestore(rs, *output)
+		}
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := a.followRestore(wctx, c, rs, a.Out, "EtcdRestore", restoreFinished); err != nil {
+	if err := a.followRestore(wctx, c, rs, progress, "EtcdRestore", restoreFinished); err != nil {
 		return err
 	}
-	return a.printRestore(rs)
+	return a.printRestore(rs, *output)
 }
 
 // restoreSource is the restore spec naming the backup (backupRef or backupScheduleRef) and a
@@ -129,13 +138,13 @@ func getClusterIfExists(ctx context.Context, c client.Reader, ns, name string) (
 	return ec, nil
 }
 
-// confirm names the cluster a restore replaces and what replaces it, and asks for the cluster's
-// name on In.
-func (a *App) confirm(target *etcdv1beta2.EtcdCluster, what string) bool {
+// confirm names the cluster a restore replaces and what replaces it on w, and asks for the
+// cluster's name on In.
+func (a *App) confirm(w io.Writer, target *etcdv1beta2.EtcdCluster, what string) bool {
 	st := &target.Status
-	fmt.Fprintf(a.Out, "This REPLACES EtcdCluster %s/%s (%s, %d of %d members ready, etcd %s, last revision %d)\nwith %s.\n",
+	fmt.Fprintf(w, "This REPLACES EtcdCluster %s/%s (%s, %d of %d members ready, etcd %s, last revision %d)\nwith %s.\n",
 		target.Namespace, target.Name, orDash(string(st.Phase)), st.ReadyMembers, st.Size, orDash(st.CurrentVersion), st.LastRevision, what)
-	fmt.Fprintf(a.Out, "Its current data is lost; writes made after the backup are gone.\nType the cluster name (%s) to continue: ", target.Name)
+	fmt.Fprintf(w, "Its current data is lost; writes made after the backup are gone.\nType the cluster name (%s) to continue: ", target.Name)
 	line, _ := bufio.NewReader(a.In).ReadString('\n')
 	return strings.TrimSpace(line) == target.Name
 }
@@ -173,10 +182,23 @@ func restoreFinished(rs *etcdv1beta2.EtcdRestore) bool {
 	return rs.Status.Phase == etcdv1beta2.RestorePhaseSucceeded || rs.Status.Phase == etcdv1beta2.RestorePhaseFailed
 }
 
-// printRestore prints a finished restore; a Failed one is errOutcome.
-func (a *App) printRestore(rs *etcdv1beta2.EtcdRestore) error {
+// printRestore prints a finished restore, or with output (json or yaml) rs as an object
+// (finished, or just created without --wait); a Failed one is errOutcome.
+func (a *App) printRestore(rs *etcdv1beta2.EtcdRestore, output string) error {
 	st := &rs.Status
-	if st.Phase == etcdv1beta2.RestorePhaseFailed {
+	failed := st.Phase == etcdv1beta2.RestorePhaseFailed
+	if output != "" {
+		rs.SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind("EtcdRestore"))
+		rs.ManagedFields = nil
+		if err := writeObject(a.Out, output, rs); err != nil {
+			return err
+		}
+		if failed {
+			return errOutcome
+		}
+		return nil
+	}
+	if failed {
 		fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))
 		return errOutcome
 	}
