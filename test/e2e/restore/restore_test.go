@@ -40,7 +40,8 @@ const (
 //  2. a corrupted and a missing object each fail their EtcdRestore with the reason, and the
 //     cluster they name keeps serving, untouched;
 //  3. restores into new names (drills) from S3, GCS and ABS succeed while the original keeps
-//     serving;
+//     serving (the backups of the long tier's TestBackup3MemberClusterToEveryProvider, through
+//     the backup operator and the seed);
 //  4. every member pod and volume is deleted, and the coreos-shaped EtcdRestore brings the cluster
 //     back at size 3 with every key and value, every member restored from the backup at once,
 //     while the restore operator is killed mid-way.
@@ -72,6 +73,9 @@ func TestRestore(t *testing.T) {
 	})
 	backup := f.WaitBackupCompleted(t, ns, "db-backup", 3*time.Minute)
 	t.Logf("backup: %d bytes at revision %d in %s", backup.Status.Size, backup.Status.EtcdRevision, backup.Status.Duration.Duration)
+	if want := "S3://" + bucket.Name + "/db/etcd.backup"; backup.Status.Location != want {
+		t.Errorf("status.location %q, want %q", backup.Status.Location, want)
+	}
 
 	// 2. Bad backups: the named cluster is untouched.
 	copyObject(t, bucket, "db/etcd.backup", "db/corrupt.backup")
@@ -134,7 +138,9 @@ func TestRestore(t *testing.T) {
 				BackupSource: b.Source("db/etcd.backup", secret),
 			},
 		})
-		f.WaitBackupCompleted(t, ns, name, 3*time.Minute)
+		if bk := f.WaitBackupCompleted(t, ns, name, 3*time.Minute); bk.Status.Location != fmt.Sprintf("%s://%s/db/etcd.backup", typ, b.Name) {
+			t.Errorf("backup %s: status.location %q, want %s://%s/db/etcd.backup", name, bk.Status.Location, typ, b.Name)
+		}
 		drills["drill-"+strings.ToLower(string(typ))] = etcdv1beta2.RestoreSpec{BackupStorageType: typ, BackupSource: b.Source("db/etcd.backup", secret)}
 	}
 	for name, spec := range drills {
