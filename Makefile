@@ -102,7 +102,7 @@ release: ## Write dist/ (install.yaml, Helm chart, SBOM, the kubectl plugin and 
 
 ##@ Test
 .PHONY: test
-test: ## Run every test: unit, envtest integration, backends against real servers, e2e on the local cluster.
+test: ## Run every test: unit, envtest integration, backends against real servers, e2e, chaos, upgrade and bench smokes on the local cluster, every fuzz target briefly.
 	hack/test.sh
 
 .PHONY: test-unit

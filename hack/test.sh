@@ -6,8 +6,9 @@
 #         local Kubernetes cluster (hack/e2e.sh), plus one run of each chaos fault kind
 #         (hack/chaos.sh), plus one run of each end-to-end bench figure at 16 MiB
 #         (hack/bench-cluster.sh; results in .cache/bench/smoke.md, no target enforced), the
-#         upgrade test from the previous release (hack/upgrade-test.sh), and
-#         one run of the backup bench at 16 MiB (bench/snapshot; .cache/bench/backup-smoke.md).
+#         upgrade test from the previous release (hack/upgrade-test.sh),
+#         one run of the backup bench at 16 MiB (bench/snapshot; .cache/bench/backup-smoke.md),
+#         and every fuzz target for 1000 inputs (make fuzz FUZZTIME=1000x, beside the bench smokes).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mode="${1:-all}"
 cd "$ROOT_DIR"
@@ -98,9 +99,20 @@ if [ "$mode" = all ]; then
   log "chaos smoke: one run of each smoke fault kind (make test-chaos runs every kind five times)"
   # -parallel 3: the three smoke kinds marked beside (test/chaos) run together, after the rest.
   CHAOS_RUNS=1 ci_step "chaos smoke" hack/chaos.sh -parallel 3 || rc=$?
+  # Every fuzz target briefly (their seed corpora already ran as tests above), beside the bench
+  # smokes: those mostly wait on pods (the cluster bench smoke alone keeps the machine 44-48 %
+  # busy), the fuzzers only compute. A count, not a duration: a -fuzztime duration can end in a
+  # spurious "context deadline exceeded" failure (a race in Go's fuzz coordinator,
+  # golang/go#75804, fixed in Go 1.27).
+  log "fuzz: every fuzz target, 1000 inputs each (make fuzz runs 10 s each), beside the bench smokes; output in $CACHE_DIR/fuzz.log"
+  ci_step "fuzz, 1000 inputs a target (beside the bench smokes)" make fuzz FUZZTIME=1000x >"$CACHE_DIR/fuzz.log" 2>&1 &
+  fuzz=$!
   log "bench smoke: one run of each figure at 16 MiB (make bench-cluster measures 64 MiB to 1 GiB, 3 runs)"
   BENCH_SIZES=16MiB BENCH_RUNS=1 BENCH_DAY2_EXTRA=0 BENCH_CREATE_SIZES=3 BENCH_OUT="$CACHE_DIR/bench/smoke.md" ci_step "cluster bench smoke" hack/bench-cluster.sh || rc=$?
   BENCH_SCALE_CLUSTERS=3 BENCH_SCALE_SCHEDULES=6 BENCH_SCALE_HOLD=10s BENCH_OUT="$CACHE_DIR/bench/smoke.md" ci_step "scale bench smoke" hack/bench-scale.sh || rc=$? # results in smoke-scale.md
+  log "fuzz (ran beside the bench smokes):"
+  wait "$fuzz" || rc=$?
+  cat "$CACHE_DIR/fuzz.log"
   if [ -s "$E2E_FAILURES" ]; then
     log "failed tests on the local cluster, with their last lines (namespace dumps in $CACHE_DIR/e2e/dumps):"
     cat "$E2E_FAILURES" >&2
