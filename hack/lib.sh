@@ -34,11 +34,36 @@ longest_first() {
   done <<<"$all"
 }
 
-timed() { # timed STEP COMMAND...: run, log the wall time, return the command's exit code
-  local step="$1" start=$SECONDS rc=0
+# timed STEP COMMAND...: run, log the wall time, return the command's exit code. A step that ran
+# before says how long it took then; a long step (a first run builds Kubernetes, etcd and the
+# tools from source, minutes with little output) logs that it is still running every
+# TIMED_HEARTBEAT seconds (default 60; 0: never), against that time. The times of the steps that
+# passed are kept in $CACHE_DIR/step-times.tsv ("STEP<TAB>seconds", the last run of each).
+timed() {
+  local step="$1" start=$SECONDS rc=0 last="" beat=${TIMED_HEARTBEAT:-60} hb="" took
   shift
+  last=$(awk -F'\t' -v s="$step" '$1 == s { t = $2 } END { print t }' "$CACHE_DIR/step-times.tsv" 2>/dev/null || true)
+  if [ "$beat" -gt 0 ]; then
+    # sleep gets no pipe of ours: killed, this loop leaves nothing holding a caller's $(...)
+    # and it ends by itself when this script is gone (killed before it could kill the loop)
+    # shellcheck disable=SC2217 # the redirections are so that sleep holds none of our fds
+    (while sleep "$beat" </dev/null >/dev/null 2>&1 && kill -0 "$$" 2>/dev/null; do
+      log "$step: still running, $(((SECONDS - start) / 60)) min so far${last:+ (${last}s the last time)}"
+    done) &
+    hb=$!
+  fi
   "$@" || rc=$?
-  log "$step took $((SECONDS - start))s"
+  if [ -n "$hb" ]; then kill "$hb" 2>/dev/null || true; fi
+  took=$((SECONDS - start))
+  log "$step took ${took}s${last:+ (${last}s the last time)}"
+  if [ "$rc" -eq 0 ] && mkdir -p "$CACHE_DIR" 2>/dev/null; then
+    # one writer at a time (steps run side by side), the step's earlier line replaced
+    (
+      flock 7
+      { awk -F'\t' -v s="$step" '$1 != s' "$CACHE_DIR/step-times.tsv" 2>/dev/null || true; printf '%s\t%s\n' "$step" "$took"; } >"$CACHE_DIR/step-times.tsv.tmp"
+      mv "$CACHE_DIR/step-times.tsv.tmp" "$CACHE_DIR/step-times.tsv"
+    ) 7>>"$CACHE_DIR/step-times.lock" || true
+  fi
   return "$rc"
 }
 
