@@ -130,15 +130,7 @@ func (a *App) printOutcome(b *etcdv1beta2.EtcdBackup, output string) error {
 	st := &b.Status
 	failed := st.Phase == etcdv1beta2.BackupPhaseFailed
 	if output != "" {
-		b.SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind("EtcdBackup"))
-		b.ManagedFields = nil
-		if err := writeObject(a.Out, output, b); err != nil {
-			return err
-		}
-		if failed {
-			return errOutcome
-		}
-		return nil
+		return writeAPIObject(a.Out, output, b, "EtcdBackup", failed)
 	}
 	if failed {
 		fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))

@@ -71,9 +71,7 @@ func (a *App) drillNow(ctx context.Context, args []string) error {
 		rs.Namespace, rs.Name, b.Name, orDash(b.Status.Location), rs.Spec.EtcdCluster.Name, rs.Spec.ClusterTemplate.Name, *rs.Spec.TTLSecondsAfterFinished)
 	if !*wait {
 		if *output != "" {
-			rs.SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind("EtcdRestore"))
-			rs.ManagedFields = nil
-			return writeObject(a.Out, *output, rs)
+			return writeAPIObject(a.Out, *output, rs, "EtcdRestore", false)
 		}
 		return nil
 	}

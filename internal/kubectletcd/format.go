@@ -10,7 +10,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
 // table writes tab-separated rows as aligned columns, as kubectl get does.
@@ -75,6 +78,21 @@ func (a *App) progress(output string) io.Writer {
 func (a *App) checkOutput(cmd, o string) error {
 	if o != "" && o != "json" && o != "yaml" {
 		return a.usageError(fmt.Sprintf("%s: -o %q: want json or yaml", cmd, o))
+	}
+	return nil
+}
+
+// writeAPIObject prints obj of this API group as the API returns it, its kind and apiVersion set
+// and without managedFields, as JSON or YAML; an obj that finished Failed is errOutcome once
+// printed (the exit code says it, stdout still parses).
+func writeAPIObject(w io.Writer, format string, obj client.Object, kind string, failed bool) error {
+	obj.GetObjectKind().SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind(kind))
+	obj.SetManagedFields(nil)
+	if err := writeObject(w, format, obj); err != nil {
+		return err
+	}
+	if failed {
+		return errOutcome
 	}
 	return nil
 }

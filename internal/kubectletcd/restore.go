@@ -188,15 +188,7 @@ func (a *App) printRestore(rs *etcdv1beta2.EtcdRestore, output string) error {
 	st := &rs.Status
 	failed := st.Phase == etcdv1beta2.RestorePhaseFailed
 	if output != "" {
-		rs.SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind("EtcdRestore"))
-		rs.ManagedFields = nil
-		if err := writeObject(a.Out, output, rs); err != nil {
-			return err
-		}
-		if failed {
-			return errOutcome
-		}
-		return nil
+		return writeAPIObject(a.Out, output, rs, "EtcdRestore", failed)
 	}
 	if failed {
 		fmt.Fprintf(a.Out, "FAILED: %s\n", orDash(st.Reason))
