@@ -103,7 +103,7 @@ run_tests() {
   fi
   return "$rc"
 }
-timed "e2e tests" run_tests "$@" 2>&1 | tee "$out" || rc=$?
+timed "e2e tests (${E2E_PKGS:-./test/e2e/...}${E2E_TIER:+, tier $E2E_TIER}${*:+ $*})" run_tests "$@" 2>&1 | tee "$out" || rc=$?
 if [ "$rc" -ne 0 ]; then
   awk -v keep=25 -f "$ROOT_DIR/hack/failures.awk" "$out" >>"${E2E_FAILURES:-$CACHE_DIR/e2e/failures.txt}"
 fi

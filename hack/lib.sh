@@ -37,10 +37,12 @@ longest_first() {
 # timed STEP COMMAND...: run, log the wall time, return the command's exit code. A step that ran
 # before says how long it took then; a long step (a first run builds Kubernetes, etcd and the
 # tools from source, minutes with little output) logs that it is still running every
-# TIMED_HEARTBEAT seconds (default 60; 0: never), against that time. The times of the steps that
+# TIMED_HEARTBEAT seconds (default 60 when stderr is a terminal, else 0: never; CI's log has the
+# step table at its end, and a line a minute from each nested step was noise), against that time. The times of the steps that
 # passed are kept in $CACHE_DIR/step-times.tsv ("STEP<TAB>seconds", the last run of each).
 timed() {
-  local step="$1" start=$SECONDS rc=0 last="" beat=${TIMED_HEARTBEAT:-60} hb="" took
+  local step="$1" start=$SECONDS rc=0 last="" beat=${TIMED_HEARTBEAT:-0} hb="" took
+  if [ -z "${TIMED_HEARTBEAT:-}" ] && [ -t 2 ]; then beat=60; fi
   shift
   last=$(awk -F'\t' -v s="$step" '$1 == s { t = $2 } END { print t }' "$CACHE_DIR/step-times.tsv" 2>/dev/null || true)
   if [ "$beat" -gt 0 ]; then
