@@ -18,9 +18,9 @@ const maxMemberError = 1024
 // sorted by name, and names the leader. prev is the previous details, whose
 // lastDefragmentationTime is kept for members still there (by ID).
 func memberDetails(obs *observation, prev []etcdv1beta2.MemberStatus) ([]etcdv1beta2.MemberStatus, string) {
-	defragmented := map[string]*metav1.Time{}
+	defragmented, nodes := map[string]*metav1.Time{}, map[string]string{}
 	for _, d := range prev {
-		defragmented[d.ID] = d.LastDefragmentationTime
+		defragmented[d.ID], nodes[d.ID] = d.LastDefragmentationTime, d.NodeName
 	}
 	leaderID := leaderOf(obs.Status)
 	leader := ""
@@ -29,6 +29,7 @@ func memberDetails(obs *observation, prev []etcdv1beta2.MemberStatus) ([]etcdv1b
 		s, answered := obs.Status[m.ID]
 		d := etcdv1beta2.MemberStatus{Name: m.PodName(), ID: fmt.Sprintf("%x", m.ID), Role: etcdv1beta2.MemberRoleUnknown}
 		d.LastDefragmentationTime = defragmented[d.ID]
+		d.NodeName = nodeOf(obs, d.Name, nodes[d.ID])
 		switch {
 		case m.IsLearner:
 			d.Role = etcdv1beta2.MemberRoleLearner
@@ -58,14 +59,23 @@ func memberDetails(obs *observation, prev []etcdv1beta2.MemberStatus) ([]etcdv1b
 }
 
 // unreachableDetails keeps the members described when none answers (their record of
-// defragmentation included), as not healthy with an unknown role.
-func unreachableDetails(prev []etcdv1beta2.MemberStatus) []etcdv1beta2.MemberStatus {
+// defragmentation and their nodes included), as not healthy with an unknown role.
+func unreachableDetails(obs *observation, prev []etcdv1beta2.MemberStatus) []etcdv1beta2.MemberStatus {
 	out := make([]etcdv1beta2.MemberStatus, 0, len(prev))
 	for _, d := range prev {
 		d.Role, d.Healthy, d.LastError = etcdv1beta2.MemberRoleUnknown, false, "no member answers"
+		d.NodeName = nodeOf(obs, d.Name, d.NodeName)
 		out = append(out, d)
 	}
 	return out
+}
+
+// nodeOf is the node of the member's pod, or last when the pod is gone or not scheduled yet.
+func nodeOf(obs *observation, name, last string) string {
+	if p := obs.pods[name]; p != nil && p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	return last
 }
 
 // leaderOf returns the leader's member ID: a member that says it is the leader (the one with

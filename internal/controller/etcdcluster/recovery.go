@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -26,7 +27,8 @@ import (
 // spec.recovery asks for it (docs/runbooks/quorum-loss.md). It acts only on fresh facts that
 // rule out any member's data coming back: a formed cluster without volumes, no member
 // answering, and no pod of the cluster at all (read around the cache), for afterSeconds since
-// the loss; a schedule with a successful backup; no restore of this cluster under way. Then it
+// the loss; no member whose last node is not Ready (a pod force-deleted behind a partition may
+// still run); a schedule with a successful backup; no restore of this cluster under way. Then it
 // creates one EtcdRestore (the restore operator does the rest: verify the backup, replace
 // the memberless cluster, verify every member). It returns the wait until it looks again and
 // why it does not act yet.
@@ -58,6 +60,9 @@ func (r *Reconciler) recover(ctx context.Context, c *etcdv1beta2.EtcdCluster, ob
 		if controlledBy(&pods.Items[i], c) {
 			return requeueQuorumLost, "automatic recovery waits: pod " + pods.Items[i].Name + " exists", nil
 		}
+	}
+	if why, err := r.memberBehindPartition(ctx, c); err != nil || why != "" {
+		return requeueQuorumLost, "automatic recovery waits: " + why, err
 	}
 	restores := &etcdv1beta2.EtcdRestoreList{}
 	if err := r.APIReader.List(ctx, restores, client.InNamespace(c.Namespace)); err != nil {
@@ -104,6 +109,47 @@ func (r *Reconciler) recover(ctx context.Context, c *etcdv1beta2.EtcdCluster, ob
 		lostSince.UTC().Format(time.RFC3339), sched.Name, sched.Status.LastSuccessfulTime.UTC().Format(time.RFC3339), rpo, c.Status.LastRevision, rs.Name)
 	r.event(c, corev1.EventTypeWarning, "AutomaticRecovery", msg)
 	return requeueQuorumLost, msg, nil
+}
+
+// memberBehindPartition names a member that may still run although its pod is gone, or "": one
+// whose last node (status.members.details) exists and is not Ready. A pod force-deleted there
+// (kubectl delete pod --force, during a partition) leaves its containers running until the
+// kubelet hears of it, so the member's data may come back. Once the node is Ready again its
+// kubelet stops what was deleted; once it is deleted (kubectl delete node: the administrator's
+// word that it is gone) nothing of it comes back. A namespaced install, which may not read
+// nodes, cannot tell and goes on as before (docs/runbooks/quorum-loss.md).
+func (r *Reconciler) memberBehindPartition(ctx context.Context, c *etcdv1beta2.EtcdCluster) (string, error) {
+	for _, d := range c.Status.Members.Details {
+		if d.NodeName == "" {
+			continue
+		}
+		n := &corev1.Node{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Name: d.NodeName}, n)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case apierrors.IsForbidden(err):
+			ctrl.LoggerFrom(ctx).Info("Cannot read the node a member last ran on; automatic recovery goes on without knowing whether it is partitioned", "member", d.Name, "node", d.NodeName, "error", err.Error())
+			continue
+		case err != nil:
+			return "", fmt.Errorf("reading node %s, where member %s last ran: %w", d.NodeName, d.Name, err)
+		}
+		if !nodeReady(n) {
+			return fmt.Sprintf("member %s last ran on node %s, which is not Ready: its pod is gone but its etcd may still run there behind a partition; recovery goes on once the node is Ready again or deleted (kubectl delete node %s, if it is gone for good)",
+				d.Name, d.NodeName, d.NodeName), nil
+		}
+	}
+	return "", nil
+}
+
+// nodeReady: the node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // notOwnRecentBackup says why the newest successful backup of sched is not one automatic

@@ -289,3 +289,103 @@ func TestRecoveryName(t *testing.T) {
 		t.Errorf("two clusters share the recovery name %q", a)
 	}
 }
+
+// TestAutomaticRecoveryWaitsForAPartitionedNode (issue 30 item 6): every member pod is gone, one
+// of them force-deleted while its node is not Ready (a partition: its etcd may still run there
+// with its data). Automatic recovery restores nothing and says why, until the node is deleted
+// (the administrator's word that it is gone); then it restores, once.
+func TestAutomaticRecoveryWaitsForAPartitionedNode(t *testing.T) {
+	ctx := context.Background()
+	ns, f := grown(t, "recovery-partition", 3)
+	uid := getCluster(t, ns, "c").UID
+
+	// c-0 runs on a Ready node, and the operator records it.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-far"}}
+	if err := k8s.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+	setNodeReady := func(status corev1.ConditionStatus) {
+		t.Helper()
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if err := k8s.Status().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setNodeReady(corev1.ConditionTrue)
+	if err := k8s.SubResource("binding").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-0"}},
+		&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "c-0"}, Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "c-0's node in status", testutil.NoError(func() error {
+		for _, d := range getCluster(t, ns, "c").Status.Members.Details {
+			if d.Name == "c-0" && d.NodeName == node.Name {
+				return nil
+			}
+		}
+		return fmt.Errorf("details %+v", getCluster(t, ns, "c").Status.Members.Details)
+	}))
+
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Recovery = &etcdv1beta2.RecoverySpec{BackupScheduleName: "nightly", AfterSeconds: ptr.To[int32](30)}
+	})
+	sched := &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: etcdv1beta2.BackupScheduleSpec{
+		Schedule: "0 3 * * *",
+		BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
+			EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "c"}, StorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bucket/c", AWSSecret: "aws"}}}},
+	}}
+	if err := k8s.Create(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+	sched.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
+	if err := k8s.Status().Update(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+
+	// The partition: c-0's node stops answering, every member is unreachable, and the pods are
+	// force-deleted (c-0's would otherwise stay Terminating, which recovery already waits for).
+	setNodeReady(corev1.ConditionUnknown)
+	f.kill("c-0", "c-1", "c-2")
+	for _, n := range []string{"c-0", "c-1", "c-2"} {
+		if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, testutil.Timeout, "no pod left", testutil.NoError(func() error {
+		if pods := podNames(t, ns); len(pods) != 0 {
+			return fmt.Errorf("pods %v", pods)
+		}
+		return nil
+	}))
+	reconciler.dataLostSince.Store(string(uid), time.Now().Add(-time.Hour))
+	anotherPass(t, ns)
+	want := "member c-0 last ran on node " + node.Name + ", which is not Ready"
+	testutil.Eventually(t, testutil.Timeout, "recovery waiting for the node", testutil.NoError(func() error {
+		if msg := degradedMsg(getCluster(t, ns, "c")); !strings.Contains(msg, want) {
+			return fmt.Errorf("Degraded: %s", msg)
+		}
+		return nil
+	}))
+	if rs := recoveries(t, ns); len(rs) != 0 {
+		t.Fatalf("restored over a member that may still run behind a partition: %s", rs[0].Name)
+	}
+
+	// The administrator deletes the node: nothing of it comes back. One restore.
+	if err := k8s.Delete(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	reconciler.dataLostSince.Store(string(uid), time.Now().Add(-time.Hour))
+	anotherPass(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "an EtcdRestore once the node is deleted", testutil.NoError(func() error {
+		if n := len(recoveries(t, ns)); n != 1 {
+			return fmt.Errorf("%d restores; Degraded: %s", n, degradedMsg(getCluster(t, ns, "c")))
+		}
+		return nil
+	}))
+}

@@ -26,7 +26,7 @@ func setObservedStatus(c *etcdv1beta2.EtcdCluster, obs *observation) {
 	st.ReplacedVolumes = replacedVolumes(c, obs)
 	if !obs.Reachable {
 		st.ReadyMembers = 0
-		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods), Details: unreachableDetails(st.Members.Details)}
+		st.Members = etcdv1beta2.MembersStatus{Unready: sortedNames(obs.Pods), Details: unreachableDetails(obs, st.Members.Details)}
 		st.Leader = ""
 		return
 	}

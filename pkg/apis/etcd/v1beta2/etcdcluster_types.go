@@ -350,6 +350,12 @@ type MemberStatus struct {
 	// lastDefragmentationTime is when the operator last defragmented the member.
 	// +optional
 	LastDefragmentationTime *metav1.Time `json:"lastDefragmentationTime,omitempty"`
+	// nodeName is the node the member's pod was last seen on, kept once the pod is gone:
+	// automatic recovery (spec.recovery) does not restore over a member whose pod was deleted
+	// while that node is not Ready, since its etcd may still run there behind a partition.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
 }
 
 // ClusterPhase is a one-word summary of a cluster's state for display.
