@@ -24,17 +24,23 @@ import (
 )
 
 // noSpaceCompactTarget is the revision a NOSPACE recovery compacts to, from the newest revision
-// rev: all history, except what the user keeps (auto-compaction in Revision mode keeps the last
-// retention revisions) and what the restore that seeds this cluster still verifies at (its
-// status.verification.revision, until it finishes). 0: compact nothing. Periodic
-// auto-compaction keeps history by time, which the revisions do not tell: NOSPACE then compacts
-// all of it (docs/etcdcluster.md).
+// rev: all history, except what the user keeps (spec.maintenance.autoCompaction, where set:
+// Revision mode keeps the last retention revisions, Periodic mode the revisions of the last
+// retention period, as far as this process's revision log knows them, else nothing is
+// compacted) and what the restore that seeds this cluster still verifies at (its
+// status.verification.revision, until it finishes). 0: compact nothing.
 func (r *Reconciler) noSpaceCompactTarget(ctx context.Context, c *etcdv1beta2.EtcdCluster, rev int64) (int64, error) {
 	target := rev
 	if m := c.Spec.Maintenance; m != nil && m.AutoCompaction != nil && m.AutoCompaction.Mode == etcdv1beta2.AutoCompactionRevision {
 		if keep, err := strconv.ParseInt(m.AutoCompaction.Retention, 10, 64); err == nil && keep > 0 {
 			target = rev - keep
 		}
+	}
+	if keep := periodicRetention(c); keep > 0 {
+		// The revision the members were at when the retention window began; none known (this
+		// process started less than the retention ago): compact nothing, etcd's own periodic
+		// compactor still drops what is older.
+		target, _ = r.revisions.at(revisionKey(c), string(c.UID), r.Clock.Now().Add(-keep))
 	}
 	if restoring(c) && c.Status.Restore != nil && c.Status.Restore.Revision > 0 {
 		target = min(target, c.Status.Restore.Revision) // this operator's own restore still verifies there
@@ -54,6 +60,27 @@ func (r *Reconciler) noSpaceCompactTarget(ctx context.Context, c *etcdv1beta2.Et
 	}
 	return max(target, 0), nil
 }
+
+// periodicRetention is the history the user keeps by time (spec.maintenance.autoCompaction set
+// with mode Periodic, the mode's default), 0 where it is not set that way.
+func periodicRetention(c *etcdv1beta2.EtcdCluster) time.Duration {
+	m := c.Spec.Maintenance
+	if m == nil || m.AutoCompaction == nil || (m.AutoCompaction.Mode != "" && m.AutoCompaction.Mode != etcdv1beta2.AutoCompactionPeriodic) {
+		return 0
+	}
+	retention := m.AutoCompaction.Retention
+	if retention == "" {
+		retention = etcdv1beta2.DefaultAutoCompactionRetention
+	}
+	d, err := time.ParseDuration(retention) // admission allows durations such as 30m or 1h only
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// revisionKey names cluster c in the revision log.
+func revisionKey(c *etcdv1beta2.EtcdCluster) string { return c.Namespace + "/" + c.Name }
 
 // maintain takes the single next upkeep step of a cluster whose membership needs nothing
 // (cluster.Next said None): during a NOSPACE alarm it compacts the history and re-reads the

@@ -227,7 +227,22 @@ func TestNoSpaceCompactionKeepsHistory(t *testing.T) {
 		}
 	}
 	check("no settings", nil, nil, 1000)
-	check("periodic auto-compaction", revisions(etcdv1beta2.AutoCompactionPeriodic, "1h"), nil, 1000)
+	// Periodic: the revision of an hour ago, as this process logged it; none logged that long
+	// ago (a young process, or another cluster of the name): compact nothing.
+	check("periodic auto-compaction, no revision an hour old", revisions(etcdv1beta2.AutoCompactionPeriodic, "1h"), nil, 0)
+	key, now := ns+"/c", time.Now()
+	for _, s := range []struct {
+		ago time.Duration
+		rev int64
+	}{{2 * time.Hour, 100}, {61 * time.Minute, 300}, {59 * time.Minute, 400}, {10 * time.Minute, 900}} {
+		reconciler.revisions.record(key, "", now.Add(-s.ago), s.rev, time.Hour)
+	}
+	check("periodic auto-compaction keeps the last hour", revisions(etcdv1beta2.AutoCompactionPeriodic, "1h"), nil, 300)
+	check("periodic, the default retention (1h)", revisions("", ""), nil, 300)
+	check("periodic keeps the last hour, a restore verifies at 500", revisions(etcdv1beta2.AutoCompactionPeriodic, "1h"), restoring, 300)
+	reconciler.revisions.forget(key)
+	check("periodic, its log forgotten", revisions(etcdv1beta2.AutoCompactionPeriodic, "1h"), nil, 0)
+	check("maintenance without autoCompaction: etcd's default, not the user's", &etcdv1beta2.MaintenanceSpec{}, nil, 1000)
 	check("revision auto-compaction keeps 100", revisions(etcdv1beta2.AutoCompactionRevision, "100"), nil, 900)
 	check("revision auto-compaction keeps more than there is", revisions(etcdv1beta2.AutoCompactionRevision, "5000"), nil, 0)
 	check("a restore verifying at 500", nil, restoring, 500)

@@ -89,6 +89,9 @@ type Reconciler struct {
 	// defragRequests remembers, per cluster UID, the requested defragmentation round this
 	// process last wrote to status (defrag_request.go), for the same reason.
 	defragRequests sync.Map
+	// revisions samples, per cluster with Periodic auto-compaction set, the revision its
+	// members answered at over time (revision_log.go): NOSPACE keeps that retention.
+	revisions revisionLog
 	// dataLostSince remembers, per cluster UID, since when the cluster has been formed,
 	// unreachable and without any pod (spec.recovery's clock).
 	dataLostSince sync.Map
@@ -183,6 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
+			r.revisions.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting EtcdCluster %s: %w", req.NamespacedName, err)
@@ -258,6 +262,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		defer func() { _ = obs.etcd.Close() }()
 	}
 	setObservedStatus(c, obs)
+	if keep := periodicRetention(c); keep > 0 && obs.Reachable {
+		r.revisions.record(revisionKey(c), string(c.UID), r.Clock.Now(), lastRevision(obs), keep)
+	}
 	r.recallDefragmentations(c)
 	setPaused(c)
 	target, upgradeErr := targetVersion(c, obs)
