@@ -27,6 +27,26 @@ func recoveries(t *testing.T, ns string) []etcdv1beta2.EtcdRestore {
 	return l.Items
 }
 
+// nightlyBackedUp creates EtcdBackupSchedule nightly of cluster c whose newest successful
+// backup is age old.
+func nightlyBackedUp(t *testing.T, ns string, age time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	sched := &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: etcdv1beta2.BackupScheduleSpec{
+		Schedule: "0 3 * * *",
+		BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
+			EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "c"}, StorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bucket/c", AWSSecret: "aws"}}}},
+	}}
+	if err := k8s.Create(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+	sched.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-age)}
+	if err := k8s.Status().Update(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func deleteAllPods(t *testing.T, ns string, names ...string) {
 	t.Helper()
 	for _, n := range names {
@@ -40,7 +60,6 @@ func deleteAllPods(t *testing.T, ns string, names ...string) {
 // gone with their data is restored from its schedule's newest backup, once, and only then:
 // not while a member pod exists, not before afterSeconds, not without a successful backup.
 func TestAutomaticRecovery(t *testing.T) {
-	ctx := context.Background()
 	ns, f := grown(t, "recovery", 3)
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
 		c.Spec.Recovery = &etcdv1beta2.RecoverySpec{BackupScheduleName: "nightly", AfterSeconds: ptr.To[int32](30)}
@@ -84,19 +103,7 @@ func TestAutomaticRecovery(t *testing.T) {
 	}
 
 	// A schedule with a successful backup ten minutes old: one EtcdRestore, with the loss.
-	sched := &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: etcdv1beta2.BackupScheduleSpec{
-		Schedule: "0 3 * * *",
-		BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
-			EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "c"}, StorageType: etcdv1beta2.BackupStorageTypeS3,
-			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bucket/c", AWSSecret: "aws"}}}},
-	}}
-	if err := k8s.Create(ctx, sched); err != nil {
-		t.Fatal(err)
-	}
-	sched.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
-	if err := k8s.Status().Update(ctx, sched); err != nil {
-		t.Fatal(err)
-	}
+	nightlyBackedUp(t, ns, 10*time.Minute)
 	anotherPass(t, ns)
 	testutil.Eventually(t, testutil.Timeout, "an EtcdRestore", testutil.NoError(func() error {
 		if n := len(recoveries(t, ns)); n != 1 {
@@ -334,19 +341,7 @@ func TestAutomaticRecoveryWaitsForAPartitionedNode(t *testing.T) {
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
 		c.Spec.Recovery = &etcdv1beta2.RecoverySpec{BackupScheduleName: "nightly", AfterSeconds: ptr.To[int32](30)}
 	})
-	sched := &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: etcdv1beta2.BackupScheduleSpec{
-		Schedule: "0 3 * * *",
-		BackupTemplate: etcdv1beta2.BackupTemplateSpec{Spec: etcdv1beta2.BackupSpec{
-			EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "c"}, StorageType: etcdv1beta2.BackupStorageTypeS3,
-			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3Source{Path: "bucket/c", AWSSecret: "aws"}}}},
-	}}
-	if err := k8s.Create(ctx, sched); err != nil {
-		t.Fatal(err)
-	}
-	sched.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
-	if err := k8s.Status().Update(ctx, sched); err != nil {
-		t.Fatal(err)
-	}
+	nightlyBackedUp(t, ns, 10*time.Minute)
 
 	// The partition: c-0's node stops answering, every member is unreachable, and the pods are
 	// force-deleted (c-0's would otherwise stay Terminating, which recovery already waits for).
