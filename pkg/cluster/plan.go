@@ -41,6 +41,10 @@ type PodState struct {
 	// True (the node controller turns it Unknown when the kubelet stops reporting) since then,
 	// or its Node deleted. 0 when the node is Ready or could not be read.
 	NodeLostFor time.Duration
+	// Coreos is true for a pod coreos/etcd-operator made (its label etcd_node, not this
+	// operator's member label): a member of a cluster being taken over (Desired.TakeOver),
+	// replaced by one of this operator's own and removed, one at a time.
+	Coreos bool
 }
 
 // NodeLostGrace is how long a member's node must have been lost (Ready not True; the node
@@ -122,6 +126,9 @@ type Desired struct {
 	// ready, while every other voting member is healthy, before it is replaced
 	// (ActionReplaceMember); 0: never.
 	ReplaceAfter time.Duration
+	// TakeOver is the user's go-ahead to take over a cluster whose members coreos/etcd-operator
+	// made (PodState.Coreos): see nextTakeOver.
+	TakeOver bool
 }
 
 // AllAnswer reports whether every member named answers without errors (names empty: true).
@@ -295,8 +302,8 @@ func next(d Desired, o Observed) Action {
 		}
 	}
 	// Shrinking: a learner that never started or is not healthy (its pod crash-loops) goes
-	// first, before anything waits for it.
-	if n := len(o.Members); n > d.Size {
+	// first, before anything waits for it. A takeover's own learner is one member above Size.
+	if n := len(o.Members); n > d.Size+takeOverSurge(d, o) {
 		for _, m := range o.Members {
 			if m.IsLearner && (!m.Started() || !o.Healthy(m.ID)) {
 				return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: m.PodName(), Message: fmt.Sprintf("removing learner %s, which is not healthy (%d -> %d)", m.PodName(), n, n-1)}
@@ -316,12 +323,12 @@ func next(d Desired, o Observed) Action {
 			return Action{Kind: ActionCreatePod, MemberID: m.ID, Pod: m.PodName(), Message: "creating the pod of added member " + m.PodName()}
 		case !ok:
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: m.PodName(), Message: "removing member " + m.PodName() + ": its pod and data are gone; a new member replaces it"}
-		case ok && !d.PVC && o.onLostNode(m.ID, p):
+		case ok && (!d.PVC || p.Coreos) && o.onLostNode(m.ID, p):
 			// Removed now rather than when the taint manager evicts the pod a minute or more later:
 			// quorum holds (checked above) and the removal keeps it, since the member is down.
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: fmt.Sprintf("removing member %s: its node has been lost for %s and its etcd does not answer; "+
 				"its data goes with the node (emptyDir), a new member replaces it", p.Name, p.NodeLostFor.Round(time.Second))}
-		case p.Terminating && p.Stuck && !d.PVC:
+		case p.Terminating && p.Stuck && (!d.PVC || p.Coreos):
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: "removing member " + p.Name + ": its pod is stuck terminating (node gone?) and its data goes with it; a new member replaces it"}
 		case p.Terminating && p.Stuck:
 			// Its volume may have gone with its node (a local volume): it is replaced on a new
@@ -333,7 +340,9 @@ func next(d Desired, o Observed) Action {
 				"it is replaced on a new volume, its own kept, once its etcd has been down for spec.memberReplacement.afterSeconds while every other member is healthy"}
 		case p.Terminating:
 			return Action{Kind: ActionWait, Pod: p.Name, Message: "waiting for pod " + p.Name + " to terminate"}
-		case p.Failed() && !d.PVC:
+		case p.Failed() && (!d.PVC || p.Coreos):
+			// A coreos member keeps its data in its pod (takeOverRefusal), whatever the spec asks
+			// of this operator's own members.
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: "removing member " + p.Name + ": its pod failed and its data is gone; a new member replaces it"}
 		}
 	}
@@ -353,6 +362,9 @@ func next(d Desired, o Observed) Action {
 		if p := o.Pods[m.PodName()]; p.Version != "" && s.Version != "" && p.Version != s.Version {
 			return Action{Kind: ActionWait, Pod: p.Name, Message: "waiting for member " + p.Name + " to restart on " + p.Version}
 		}
+	}
+	if act, ok := nextTakeOver(d, o); ok {
+		return act
 	}
 	if n := len(o.Members); n < d.Size {
 		name := NextMemberName(d.Name, o)

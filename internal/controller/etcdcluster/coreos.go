@@ -8,42 +8,117 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/member"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // coreosNodeLabel is the label coreos/etcd-operator puts on its member pods (the member's
 // name); this operator's pods carry member.LabelMember instead.
 const coreosNodeLabel = "etcd_node"
 
+// minTakeOverVersion is the oldest etcd a coreos cluster may run to be taken over: learners
+// (etcd 3.4) and the member promotion and leadership transfer this path relies on behave as
+// this operator expects from 3.5 on, the oldest minor release it runs.
+const minTakeOverVersion = "3.5.0"
+
+// isCoreosPod reports whether coreos/etcd-operator made p: its label etcd_node, not this
+// operator's member label.
+func isCoreosPod(p *corev1.Pod) bool {
+	_, coreos := p.Labels[coreosNodeLabel]
+	_, ours := p.Labels[member.LabelMember]
+	return coreos && !ours
+}
+
+// takingOver reports whether the user gave the go-ahead to take c over from coreos/etcd-operator.
+func takingOver(c *etcdv1beta2.EtcdCluster) bool {
+	return c.Annotations[etcdv1beta2.AnnotationTakeOver] == "true"
+}
+
 // holdCoreosCluster refuses to act on a cluster whose member pods coreos/etcd-operator made (a
-// user replaced the coreos operator's Deployment with this one while its clusters run). Those
-// pods carry this operator's selector labels and, for the same EtcdCluster object, its
-// controller reference, but their names, flags, restart policy and etcd versions are coreos':
-// left to the member logic, they could be taken for strangers, replaced or upgraded. Until a
-// takeover exists (issue 32), nothing of such a cluster is changed; the error says what was
-// found and what the user can do (docs/migrating-from-coreos.md).
+// user replaced the coreos operator's Deployment with this one while its clusters run), unless
+// the user asked for the takeover (etcdv1beta2.AnnotationTakeOver) and the cluster is one this
+// operator can take over (takeOverRefusal). Those pods carry this operator's selector labels
+// and, for the same EtcdCluster object, its controller reference, but their names, flags,
+// restart policy and etcd versions are coreos': left to the member logic without the go-ahead,
+// they could be taken for strangers, replaced or upgraded. Held, nothing of such a cluster is
+// changed; the error says what was found and what the user can do
+// (docs/migrating-from-coreos.md). With the go-ahead, cluster.Next replaces the coreos members
+// one at a time (nextTakeOver).
 func (r *Reconciler) holdCoreosCluster(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(member.SelectorLabels(c))); err != nil {
 		return fmt.Errorf("listing the pods of %s: %w", klog.KObj(c), err)
 	}
-	var found []string
-	for _, p := range pods.Items {
-		_, coreos := p.Labels[coreosNodeLabel]
-		_, ours := p.Labels[member.LabelMember]
-		if coreos && !ours {
-			found = append(found, p.Name)
+	var found []*corev1.Pod
+	for i := range pods.Items {
+		if isCoreosPod(&pods.Items[i]) {
+			found = append(found, &pods.Items[i])
 		}
 	}
 	if len(found) == 0 {
 		return nil
 	}
-	sort.Strings(found)
-	return reason.Errorf(etcdv1beta2.ReasonCoreosMembersFound,
-		"pods %s were made by coreos/etcd-operator (label %s): this operator changes nothing of cluster %s (no pod, volume, Service or member is touched) until it can take such a cluster over; keep the coreos operator running for it, or move it as docs/migrating-from-coreos.md says",
-		strings.Join(found, ", "), coreosNodeLabel, c.Name)
+	sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+	names := make([]string, len(found))
+	for i, p := range found {
+		names[i] = p.Name
+	}
+	if !takingOver(c) {
+		return reason.Errorf(etcdv1beta2.ReasonCoreosMembersFound,
+			"pods %s were made by coreos/etcd-operator (label %s): this operator changes nothing of cluster %s (no pod, volume, Service or member is touched) until you ask it to take the cluster over in place: annotate it %s=true (etcd 3.5 or newer, no TLS, members without volumes); or keep the coreos operator running for it (docs/migrating-from-coreos.md)",
+			strings.Join(names, ", "), coreosNodeLabel, c.Name, etcdv1beta2.AnnotationTakeOver)
+	}
+	if why := takeOverRefusal(c, found); why != "" {
+		return reason.Errorf(etcdv1beta2.ReasonTakeOverRefused, "cluster %s (coreos members %s) is not taken over: %s; nothing of it is changed (docs/migrating-from-coreos.md)",
+			c.Name, strings.Join(names, ", "), why)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Taking over a cluster from coreos/etcd-operator", "coreosMembers", names)
+	return nil
+}
+
+// takeOverRefusal says why c, whose coreos-made member pods are coreos, cannot be taken over
+// in place ("" when it can): its members must run an etcd of the minor release spec.version
+// names, 3.5 or newer, without TLS (not built yet: the members would have to trust each other's
+// certificates across the two operators' layouts), and keep their data in the pod (coreos'
+// volumes are named and labelled its own way; their members would be removed with them).
+func takeOverRefusal(c *etcdv1beta2.EtcdCluster, coreos []*corev1.Pod) string {
+	if c.Spec.TLS != nil {
+		return "spec.TLS is set, and taking over a cluster with TLS is not built yet: move it with a backup and a restore into a new cluster"
+	}
+	target := c.Spec.EtcdVersion()
+	for _, p := range coreos {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				return fmt.Sprintf("pod %s keeps its data on volume claim %s, and taking over members on volumes is not built yet: move it with a backup and a restore into a new cluster", p.Name, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+		v := member.PodVersion(p)
+		if _, err := cluster.ParseVersion(v); err != nil {
+			v = strings.TrimPrefix(p.Annotations["etcd.version"], "v")
+		}
+		switch {
+		case cluster.MinorOf(v) == "":
+			return fmt.Sprintf("the etcd version of pod %s is not known (image %q, annotation etcd.version %q)", p.Name, podImage(p), p.Annotations["etcd.version"])
+		case cluster.CompareVersions(v, minTakeOverVersion) < 0:
+			return fmt.Sprintf("pod %s runs etcd %s, and only clusters on etcd 3.5 or newer are taken over: upgrade it to 3.5 with the coreos operator first (spec.version, one minor release at a time), then annotate it again", p.Name, v)
+		case cluster.MinorOf(v) != cluster.MinorOf(target):
+			return fmt.Sprintf("pod %s runs etcd %s and spec.version asks for %s: the members that join run spec.version, which must be a release of the same minor version (%s); set it so, and upgrade after the takeover", p.Name, v, target, cluster.MinorOf(v))
+		}
+	}
+	return ""
+}
+
+// podImage is the image of p's etcd container.
+func podImage(p *corev1.Pod) string {
+	for _, ct := range p.Spec.Containers {
+		if ct.Name == member.ContainerName {
+			return ct.Image
+		}
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // coreosPod is a member pod as coreos/etcd-operator v0.9.4 makes it (pkg/util/k8sutil
@@ -79,5 +80,131 @@ func TestCoreosClusterIsLeftAlone(t *testing.T) {
 	svcs := &corev1.ServiceList{}
 	if err := k8s.List(ctx, svcs, client.InNamespace(ns)); err != nil || len(svcs.Items) != 0 {
 		t.Fatalf("Services made: %d (%v)", len(svcs.Items), err)
+	}
+}
+
+// coreosCluster makes a paused cluster c and, in the namespace's fake etcd, the running members
+// of coreos pods names (created too, with etcd version), the first one leading.
+func coreosCluster(t *testing.T, ns string, names []string, version string, change func(c *etcdv1beta2.EtcdCluster)) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	c := newCluster(ns, "c", 3)
+	c.Spec.Paused = true // the coreos pods exist before this operator's first active pass
+	if change != nil {
+		change(c)
+	}
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeEtcd()
+	for i, name := range names {
+		f.members = append(f.members, cluster.Member{ID: uint64(11 + i), Name: name, //nolint:gosec // i is a small index
+			PeerURLs: []string{"http://" + name + ".c." + ns + ".svc:2380"}, ClientURLs: []string{advertisedURL(name)}})
+	}
+	fakes.Store(ns, f)
+	for _, name := range names {
+		if err := k8s.Create(context.Background(), coreosPod(c, name, version)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// TestCoreosClusterTakenOver (issue 32 item 2): with the takeover annotation, a running coreos
+// cluster of three members is replaced in place by members c-0, c-1 and c-2 of this operator's
+// own: each added as a learner of the running cluster and promoted before a coreos member is
+// removed, never more than four members, leadership moved off the last coreos member before
+// it goes, every coreos pod deleted with its member, and the cluster ID kept.
+func TestCoreosClusterTakenOver(t *testing.T) {
+	ns := namespace(t, "coreos-takeover")
+	coreos := []string{"c-4bxk7m2q9z", "c-8hj2lqwx5r", "c-zz7c2m4n6p"}
+	coreosCluster(t, ns, coreos, "3.6.16", nil)
+	f, _ := fakes.Load(ns)
+	fake := f.(*fakeEtcd)
+	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Paused = false
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationTakeOver: "true"}
+	})
+	most := 0
+	testutil.Eventually(t, 2*testutil.Timeout, "members c-0, c-1, c-2 only", testutil.NoError(func() error {
+		var names []string
+		for _, m := range fake.list() {
+			names = append(names, m.PodName())
+		}
+		most = max(most, len(names))
+		slices.Sort(names)
+		want := []string{"c-0", "c-1", "c-2"}
+		if c := getCluster(t, ns, "c"); !slices.Equal(names, want) || !slices.Equal(podNames(t, ns), want) || condition(c, "Available") != "True/ClusterHealthy" {
+			return fmt.Errorf("members %v, pods %v, Available %s", names, podNames(t, ns), condition(getCluster(t, ns, "c"), "Available"))
+		}
+		return nil
+	}))
+	if most > 4 {
+		t.Errorf("%d members at once, want at most 4", most)
+	}
+	fake.mu.Lock()
+	moves := slices.Clone(fake.leaderMoves)
+	fake.mu.Unlock()
+	if len(moves) != 1 || moves[0] < 100 {
+		t.Errorf("leadership moved to %v, want once, to a member of this operator's own (IDs from 101)", moves)
+	}
+	if c := getCluster(t, ns, "c"); c.Status.ClusterID != "c1" || condition(c, "Degraded") == "True/CoreosMembersFound" {
+		t.Errorf("clusterID %q, Degraded %s", c.Status.ClusterID, condition(c, "Degraded"))
+	}
+}
+
+// TestCoreosTakeOverRefused: the takeover annotation on a coreos cluster this operator cannot
+// take over is refused with a reason that says why, and nothing of the cluster changes.
+func TestCoreosTakeOverRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, version, msg string
+		change             func(c *etcdv1beta2.EtcdCluster)
+		pod                func(p *corev1.Pod)
+	}{
+		{name: "etcd 3.4", version: "3.4.27", msg: "runs etcd 3.4.27, and only clusters on etcd 3.5 or newer are taken over"},
+		{name: "another minor", version: "3.5.35", msg: "runs etcd 3.5.35 and spec.version asks for 3.6.16"},
+		{name: "tls", version: "3.6.16", msg: "spec.TLS is set", change: func(c *etcdv1beta2.EtcdCluster) {
+			c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+		}},
+		{name: "volumes", version: "3.6.16", msg: "keeps its data on volume claim c-4bxk7m2q9z-pvc", pod: func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "etcd-data",
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: p.Name + "-pvc"}}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := namespace(t, "coreos-refused")
+			coreos := []string{"c-4bxk7m2q9z", "c-8hj2lqwx5r", "c-zz7c2m4n6p"}
+			c := newCluster(ns, "c", 3)
+			c.Spec.Paused = true
+			c.Annotations = map[string]string{etcdv1beta2.AnnotationTakeOver: "true"}
+			if tc.change != nil {
+				tc.change(c)
+			}
+			if err := k8s.Create(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			uids := map[string]string{}
+			for _, name := range coreos {
+				p := coreosPod(c, name, tc.version)
+				if tc.pod != nil {
+					tc.pod(p)
+				}
+				if err := k8s.Create(context.Background(), p); err != nil {
+					t.Fatal(err)
+				}
+				uids[name] = string(p.UID)
+			}
+			updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false })
+			waitDegraded(t, ns, "c", etcdv1beta2.ReasonTakeOverRefused, tc.msg)
+			anotherPass(t, ns)
+			if got := podNames(t, ns); !slices.Equal(got, coreos) {
+				t.Fatalf("pods %v, want the coreos pods only", got)
+			}
+			for name, uid := range uids {
+				p := &corev1.Pod{}
+				if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil || string(p.UID) != uid || p.DeletionTimestamp != nil {
+					t.Fatalf("pod %s changed: %v", name, err)
+				}
+			}
+		})
 	}
 }

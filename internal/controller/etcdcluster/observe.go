@@ -170,7 +170,7 @@ func etcdStarted(p *corev1.Pod) bool {
 func podState(p *corev1.Pod, now time.Time) cluster.PodState {
 	s := cluster.PodState{Name: p.Name, Phase: string(p.Status.Phase), Terminating: p.DeletionTimestamp != nil, Version: member.PodVersion(p),
 		InitialCluster: member.PodInitialCluster(p), SpecHash: member.PodSpecHash(p), UnreadyFor: unreadyFor(p, now),
-		ForcedNewCluster: member.PodForcedNewCluster(p), Restarts: etcdRestarts(p), Flags: member.PodFlags(p)}
+		ForcedNewCluster: member.PodForcedNewCluster(p), Restarts: etcdRestarts(p), Flags: member.PodFlags(p), Coreos: isCoreosPod(p)}
 	if p.DeletionTimestamp != nil {
 		if evictedFromLostNode(p) {
 			s.Stuck = now.After(p.DeletionTimestamp.Time)

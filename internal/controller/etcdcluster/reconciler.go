@@ -220,7 +220,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// A defragmentation requested by annotation: accepted (or refused) before anything else.
 	r.acceptDefragmentRequest(c)
 
-	// A cluster that coreos/etcd-operator runs is left exactly as it is.
+	// A cluster that coreos/etcd-operator runs is left exactly as it is, unless the user asked
+	// for its takeover and it can be taken over.
 	if err := r.holdCoreosCluster(ctx, c); err != nil {
 		return r.stop(before, c, err)
 	}
@@ -384,7 +385,7 @@ func (r *Reconciler) stop(before, c *etcdv1beta2.EtcdCluster, err error) (ctrl.R
 func blocked(err error) bool {
 	switch reason.Of(err) {
 	case etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials, etcdv1beta2.ReasonCertManagerNotInstalled,
-		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonRestoreFailed, etcdv1beta2.ReasonSeedConflict,
+		etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonTakeOverRefused, etcdv1beta2.ReasonRestoreFailed, etcdv1beta2.ReasonSeedConflict,
 		etcdv1beta2.ReasonMemberRefused,
 		// A restore from a prefix with no backup of its cluster yet, only corrupt ones, or a
 		// store that does not answer: retried on the worker pool's own schedule.
@@ -396,7 +397,7 @@ func blocked(err error) bool {
 
 // desired reduces the spec to what cluster.Next needs.
 func (r *Reconciler) desired(c *etcdv1beta2.EtcdCluster, target string) cluster.Desired {
-	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target, SpecHash: member.SpecHash(c), ReplaceAfter: c.ReplaceAfter()}
+	d := cluster.Desired{Name: c.Name, Size: int(c.Spec.Size), Version: target, SpecHash: member.SpecHash(c), ReplaceAfter: c.ReplaceAfter(), TakeOver: takingOver(c)}
 	d.PVC = c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil
 	switch b := c.Spec.Bootstrap; {
 	case b == nil || b.Restore == nil:
@@ -429,7 +430,8 @@ func (r *Reconciler) warnOnFlip(before, c *etcdv1beta2.EtcdCluster) {
 		etcdv1beta2.ReasonClusterIDMismatch, etcdv1beta2.ReasonNotOwned, etcdv1beta2.ReasonRestoreFailed,
 		etcdv1beta2.ReasonNoSpace, etcdv1beta2.ReasonQuotaExceeded, etcdv1beta2.ReasonAlarmRaised, etcdv1beta2.ReasonInvalidSpec,
 		etcdv1beta2.ReasonVolumeExpansionUnsupported, etcdv1beta2.ReasonAuthFailed, etcdv1beta2.ReasonSecretNotFound, etcdv1beta2.ReasonInvalidCredentials,
-		etcdv1beta2.ReasonCertManagerNotInstalled, etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonMemberRefused); cond != nil {
+		etcdv1beta2.ReasonCertManagerNotInstalled, etcdv1beta2.ReasonIssuerNotAllowed, etcdv1beta2.ReasonCoreosMembersFound, etcdv1beta2.ReasonTakeOverRefused,
+		etcdv1beta2.ReasonMemberRefused); cond != nil {
 		r.event(c, corev1.EventTypeWarning, cond.Reason, cond.Message)
 	}
 	if cond := flipped(etcdv1beta2.ClusterConditionUpgrading, etcdv1beta2.ReasonUnsupportedUpgrade); cond != nil {

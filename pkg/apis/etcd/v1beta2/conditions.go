@@ -116,6 +116,10 @@ const (
 	// ReasonCoreosMembersFound: member pods of the cluster were made by coreos/etcd-operator;
 	// the etcd operator changes nothing of the cluster (docs/migrating-from-coreos.md).
 	ReasonCoreosMembersFound = "CoreosMembersFound"
+	// ReasonTakeOverRefused: AnnotationTakeOver asks the etcd operator to take over a cluster
+	// whose members coreos/etcd-operator made, and the cluster is not one it can take over (the
+	// message says why and what to do); nothing of the cluster is changed.
+	ReasonTakeOverRefused = "TakeOverRefused"
 	// ReasonIssuerNotAllowed: TLS.auto.issuerRef names an issuer that is not an Issuer of the
 	// cluster's own namespace, and the etcd operator's --allowed-issuer-kinds does not list its kind.
 	ReasonIssuerNotAllowed = "IssuerNotAllowed"
@@ -239,6 +243,15 @@ const (
 // Terminating. On a node that still runs, such a pod's etcd would go on running, unseen by
 // Kubernetes, until that node's kubelet stops it.
 const AnnotationForceDeleteStuckPods = "etcd.database.coreos.com/force-delete-stuck-pods"
+
+// AnnotationTakeOver, set to "true" on an EtcdCluster whose member pods coreos/etcd-operator
+// made, is the user's go-ahead for the etcd operator to take that cluster over in place: it
+// adds members of its own, one at a time, as learners of the running cluster, promotes each,
+// then removes one coreos member (leadership moved off it first), until only its own members
+// are left; the data, revisions, leases and the Services stay. Without it, such a cluster is
+// left untouched (CoreosMembersFound). Refused (TakeOverRefused) for a cluster on an etcd
+// older than 3.5, with TLS, or with members on volumes (docs/migrating-from-coreos.md).
+const AnnotationTakeOver = "etcd.database.coreos.com/take-over"
 
 // EtcdBackupSchedule condition types.
 const (
