@@ -3,10 +3,13 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +66,7 @@ func (r *Reconciler) holdCoreosCluster(ctx context.Context, c *etcdv1beta2.EtcdC
 	if len(found) == 0 {
 		return nil
 	}
+	dropCoreosConditions(c)
 	sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
 	names := make([]string, len(found))
 	for i, p := range found {
@@ -97,6 +101,9 @@ func takeOverRefusal(c *etcdv1beta2.EtcdCluster, coreos []*corev1.Pod) string {
 				return fmt.Sprintf("pod %s keeps its data on volume claim %s, and taking over members on volumes is not built yet: move it with a backup and a restore into a new cluster", p.Name, v.PersistentVolumeClaim.ClaimName)
 			}
 		}
+		if got, want := coreosPeerURL(p), member.PeerURL(c, p.Name); got != want {
+			return fmt.Sprintf("pod %s advertises peer URL %q, and the members of this operator's own would name it %q (spec.pod.clusterDomain?): etcd would refuse them", p.Name, got, want)
+		}
 		v := member.PodVersion(p)
 		if _, err := cluster.ParseVersion(v); err != nil {
 			v = strings.TrimPrefix(p.Annotations["etcd.version"], "v")
@@ -121,4 +128,33 @@ func podImage(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// coreosPeerURL is the peer URL a coreos pod's etcd advertises (--initial-advertise-peer-urls,
+// in its command or arguments, which coreos writes as one shell string), "" when none is found.
+func coreosPeerURL(p *corev1.Pod) string {
+	for _, ct := range p.Spec.Containers {
+		if ct.Name != member.ContainerName {
+			continue
+		}
+		for _, arg := range append(slices.Clone(ct.Command), ct.Args...) {
+			for _, f := range strings.Fields(arg) {
+				if v, ok := strings.CutPrefix(f, "--initial-advertise-peer-urls="); ok {
+					return v
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// conditionReason is the pattern the API (metav1.Condition) allows for a condition's reason.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// dropCoreosConditions removes from c's status the conditions coreos/etcd-operator wrote, whose
+// reasons ("Cluster available", "Scaling up 2 -> 3") the schema of metav1.Condition refuses: a
+// Kubernetes without validation ratcheting would refuse every status patch that carries them,
+// and this operator sets its own conditions of those types.
+func dropCoreosConditions(c *etcdv1beta2.EtcdCluster) {
+	c.Status.Conditions = slices.DeleteFunc(c.Status.Conditions, func(cond metav1.Condition) bool { return !conditionReason.MatchString(cond.Reason) })
 }

@@ -165,6 +165,9 @@ func TestCoreosTakeOverRefused(t *testing.T) {
 		{name: "tls", version: "3.6.16", msg: "spec.TLS is set", change: func(c *etcdv1beta2.EtcdCluster) {
 			c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
 		}},
+		{name: "cluster domain", version: "3.6.16", msg: "advertises peer URL", change: func(c *etcdv1beta2.EtcdCluster) {
+			c.Spec.Pod = &etcdv1beta2.PodPolicy{ClusterDomain: "cluster.local"}
+		}},
 		{name: "volumes", version: "3.6.16", msg: "keeps its data on volume claim c-4bxk7m2q9z-pvc", pod: func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "etcd-data",
 				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: p.Name + "-pvc"}}})
@@ -206,5 +209,28 @@ func TestCoreosTakeOverRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCoreosPeerURL reads the peer URL from coreos' own command form: one shell string.
+func TestCoreosPeerURL(t *testing.T) {
+	p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Command: []string{"/bin/sh", "-ec",
+		"/usr/local/bin/etcd --data-dir=/var/etcd/data --name=c-abc --initial-advertise-peer-urls=http://c-abc.c.ns.svc:2380 --listen-peer-urls=http://0.0.0.0:2380"}}}}}
+	if got := coreosPeerURL(p); got != "http://c-abc.c.ns.svc:2380" {
+		t.Fatalf("peer URL %q", got)
+	}
+}
+
+// TestDropCoreosConditions: the conditions coreos wrote (reasons with spaces) go, this
+// operator's stay.
+func TestDropCoreosConditions(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{Status: etcdv1beta2.ClusterStatus{Conditions: []metav1.Condition{
+		{Type: "Available", Status: metav1.ConditionTrue, Reason: "Cluster available"},
+		{Type: "Scaling", Status: metav1.ConditionFalse, Reason: "Scaling up 2 -> 3"},
+		{Type: "Degraded", Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonCoreosMembersFound},
+	}}}
+	dropCoreosConditions(c)
+	if len(c.Status.Conditions) != 1 || c.Status.Conditions[0].Type != "Degraded" {
+		t.Fatalf("conditions %+v", c.Status.Conditions)
 	}
 }
