@@ -111,19 +111,22 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 	t.Logf("coreos cluster %x formed: members %v, %d keys and a leased key (lease %x) written, revision %d", clusterID, coreosIDs, takeOverKeys, lease.ID, revBefore)
 
 	// 4. Unpaused, the cluster is held: Degraded CoreosMembersFound, nothing changed.
+	// The paused passes set CoreosMembersFound already: the status of the unpaused generation
+	// is what says that an active pass held the cluster.
 	unpaused := time.Now()
-	patchCluster(t, f, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false })
+	gen := patchCluster(t, f, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false }).Generation
 	framework.Eventually(t, 2*time.Minute, "Degraded CoreosMembersFound", func(ctx context.Context) (bool, error) {
 		cur := &etcdv1beta2.EtcdCluster{}
 		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, cur); err != nil {
 			return false, err
 		}
-		if got := condition(cur, etcdv1beta2.ClusterConditionDegraded); got != "True/"+etcdv1beta2.ReasonCoreosMembersFound {
-			return false, fmt.Errorf("Degraded %s, conditions %v", got, conds(cur))
+		if got := condition(cur, etcdv1beta2.ClusterConditionDegraded); got != "True/"+etcdv1beta2.ReasonCoreosMembersFound || cur.Status.ObservedGeneration < gen {
+			return false, fmt.Errorf("Degraded %s, observed generation %d of %d, conditions %v", got, cur.Status.ObservedGeneration, gen, conds(cur))
 		}
 		return true, nil
 	})
-	t.Logf("held %s after unpausing: %s", time.Since(unpaused).Round(100*time.Millisecond), degradedMessage(getCluster(t, f, ns, "c")))
+	heldAt := getCluster(t, f, ns, "c")
+	t.Logf("held %s after unpausing (generation %d), conditions %v: %s", time.Since(unpaused).Round(100*time.Millisecond), gen, conds(heldAt), degradedMessage(heldAt))
 	for deadline := time.Now().Add(coreosHoldFor); time.Now().Before(deadline); time.Sleep(time.Second) {
 		checkHeld(t, f, ns, podUIDs, svcUIDs)
 	}
@@ -276,8 +279,9 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 // takeOverKey is key i of the data written before the takeover.
 func takeOverKey(i int) string { return fmt.Sprintf("/takeover/k/%04d", i) }
 
-// patchCluster applies change to EtcdCluster c of ns with a merge patch.
-func patchCluster(t testing.TB, f *framework.Framework, ns string, change func(*etcdv1beta2.EtcdCluster)) {
+// patchCluster applies change to EtcdCluster c of ns with a merge patch and returns the
+// patched object.
+func patchCluster(t testing.TB, f *framework.Framework, ns string, change func(*etcdv1beta2.EtcdCluster)) *etcdv1beta2.EtcdCluster {
 	t.Helper()
 	c := getCluster(t, f, ns, "c")
 	before := c.DeepCopy()
@@ -287,6 +291,7 @@ func patchCluster(t testing.TB, f *framework.Framework, ns string, change func(*
 	if err := f.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
 		t.Fatalf("patching EtcdCluster %s/c: %v", ns, err)
 	}
+	return c
 }
 
 // memberNames are the names of the started voting members, sorted (a learner or a member not
