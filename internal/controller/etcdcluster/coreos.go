@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,13 +74,13 @@ func (r *Reconciler) holdCoreosCluster(ctx context.Context, c *etcdv1beta2.EtcdC
 		names[i] = p.Name
 	}
 	if !takingOver(c) {
-		return reason.Errorf(etcdv1beta2.ReasonCoreosMembersFound,
+		return setHeld(c, reason.Errorf(etcdv1beta2.ReasonCoreosMembersFound,
 			"pods %s were made by coreos/etcd-operator (label %s): this operator changes nothing of cluster %s (no pod, volume, Service or member is touched) until you ask it to take the cluster over in place: annotate it %s=true (etcd 3.5 or newer, no TLS, members without volumes); or keep the coreos operator running for it (docs/migrating-from-coreos.md)",
-			strings.Join(names, ", "), coreosNodeLabel, c.Name, etcdv1beta2.AnnotationTakeOver)
+			strings.Join(names, ", "), coreosNodeLabel, c.Name, etcdv1beta2.AnnotationTakeOver))
 	}
 	if why := takeOverRefusal(c, found); why != "" {
-		return reason.Errorf(etcdv1beta2.ReasonTakeOverRefused, "cluster %s (coreos members %s) is not taken over: %s; nothing of it is changed (docs/migrating-from-coreos.md)",
-			c.Name, strings.Join(names, ", "), why)
+		return setHeld(c, reason.Errorf(etcdv1beta2.ReasonTakeOverRefused, "cluster %s (coreos members %s) is not taken over: %s; nothing of it is changed (docs/migrating-from-coreos.md)",
+			c.Name, strings.Join(names, ", "), why))
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Taking over a cluster from coreos/etcd-operator", "coreosMembers", names)
 	return nil
@@ -157,4 +158,22 @@ var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])
 // and this operator sets its own conditions of those types.
 func dropCoreosConditions(c *etcdv1beta2.EtcdCluster) {
 	c.Status.Conditions = slices.DeleteFunc(c.Status.Conditions, func(cond metav1.Condition) bool { return !conditionReason.MatchString(cond.Reason) })
+}
+
+// setHeld records in c's status that the pass stopped at the coreos hold (err says why), and
+// returns err. Nothing is observed while a cluster is held: Available is Unknown, Scaling and
+// Progressing are False for that reason, and Paused follows spec.paused, so no condition of
+// an earlier pass (a paused one, or one before the coreos pods were seen) stands for this one.
+func setHeld(c *etcdv1beta2.EtcdCluster, err error) error {
+	why, msg := reason.Of(err), err.Error()
+	setPaused(c)
+	for _, cond := range []metav1.Condition{
+		{Type: etcdv1beta2.ClusterConditionAvailable, Status: metav1.ConditionUnknown, Reason: why, Message: "not observed: the operator does not look at a cluster it holds (" + msg + ")"},
+		{Type: etcdv1beta2.ClusterConditionScaling, Status: metav1.ConditionFalse, Reason: why, Message: msg},
+		{Type: etcdv1beta2.ClusterConditionProgressing, Status: metav1.ConditionFalse, Reason: why, Message: msg},
+	} {
+		cond.ObservedGeneration = c.Generation
+		meta.SetStatusCondition(&c.Status.Conditions, cond)
+	}
+	return err
 }

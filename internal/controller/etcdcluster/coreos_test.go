@@ -64,6 +64,15 @@ func TestCoreosClusterIsLeftAlone(t *testing.T) {
 	updateCluster(t, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false })
 
 	waitDegraded(t, ns, "c", etcdv1beta2.ReasonCoreosMembersFound, "c-4bxk7m2q9z, c-8hj2lqwx5r, c-zz7c2m4n6p were made by coreos/etcd-operator")
+	// The held pass's status stands for itself: nothing left of the paused pass before it.
+	testutil.Eventually(t, testutil.Timeout, "the held status", testutil.NoError(func() error {
+		c := getCluster(t, ns, "c")
+		got := []string{condition(c, "Paused"), condition(c, "Available"), condition(c, "Scaling"), condition(c, "Progressing")}
+		if want := []string{"False/AsExpected", "Unknown/CoreosMembersFound", "False/CoreosMembersFound", "False/CoreosMembersFound"}; !slices.Equal(got, want) {
+			return fmt.Errorf("Paused, Available, Scaling, Progressing: %v, want %v", got, want)
+		}
+		return nil
+	}))
 	testutil.Eventually(t, testutil.Timeout, "one Warning", testutil.NoError(func() error {
 		return warningEvents(ns, etcdv1beta2.ReasonCoreosMembersFound, 1)
 	}))
