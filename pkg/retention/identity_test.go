@@ -24,6 +24,11 @@ func tagged(id snapshot.Identity, hours int, rev int64) string {
 
 func legacy(hours int, rev int64) string { return key("p", hours, rev) }
 
+// coreos is the key coreos/etcd-operator's periodic backup wrote at t0 + hours.
+func coreos(hours int, rev int64) string {
+	return snapshot.CoreosKey("p", rev, t0.Add(time.Duration(hours)*time.Hour))
+}
+
 // listing returns keys as a sorted store listing with ModTime equal to the key's time.
 func listing(keys ...string) []backend.ObjectInfo {
 	var out []backend.ObjectInfo
@@ -78,6 +83,14 @@ func TestSelectTwoClustersUnderOnePrefix(t *testing.T) {
 		{name: "legacy with only own tagged backups are retained", owner: idA, protect: tagged(idA, 5, 50),
 			keys:   []string{legacy(0, 1), legacy(1, 2), tagged(idA, 3, 4), tagged(idA, 5, 50)},
 			policy: Policy{MaxBackups: 2}, want: []string{legacy(1, 2), legacy(0, 1)}},
+		// A coreos cluster taken over (issue 32): its EtcdBackup goes on under the same prefix,
+		// and the coreos periodic backups there age out with the new ones, oldest first.
+		{name: "coreos periodic backups count as the cluster's", owner: idA, protect: tagged(idA, 5, 50),
+			keys:   []string{coreos(0, 1), coreos(1, 2), tagged(idA, 3, 4), tagged(idA, 5, 50)},
+			policy: Policy{MaxBackups: 3}, want: []string{coreos(0, 1)}},
+		{name: "coreos periodic backups kept while another cluster shares the prefix", owner: idA, protect: tagged(idA, 5, 50),
+			keys:   []string{coreos(0, 1), tagged(idB, 2, 3), tagged(idA, 3, 4), tagged(idA, 5, 50)},
+			policy: Policy{MaxBackups: 1}, want: []string{tagged(idA, 3, 4)}, legacyKept: []string{coreos(0, 1)}},
 		{name: "own newest kept even when a legacy key is newer", owner: idA, protect: "",
 			keys:   []string{tagged(idA, 1, 4), tagged(idA, 2, 5), legacy(3, 6)},
 			policy: Policy{MaxBackups: 1}, want: []string{tagged(idA, 1, 4)}},
@@ -145,6 +158,7 @@ func TestNewest(t *testing.T) {
 		{"b's newer backup is not a's", listing(tagged(idA, 1, 10), tagged(idB, 2, 20)), tagged(idA, 1, 10), nil},
 		{"any cluster ID", listing(tagged(idA, 1, 10), snapshot.ClusterKey("p", restoredA, 3, t0.Add(3*time.Hour))), snapshot.ClusterKey("p", restoredA, 3, t0.Add(3*time.Hour)), nil},
 		{"legacy when no tagged key", listing(legacy(1, 1), legacy(2, 2)), legacy(2, 2), nil},
+		{"coreos periodic backups when no tagged key", listing(coreos(1, 1), coreos(3, 3), legacy(2, 2)), coreos(3, 3), nil},
 		{"a's tagged key before a newer legacy one", listing(legacy(5, 1), tagged(idA, 2, 2)), tagged(idA, 2, 2), nil},
 		{"no legacy when another cluster's tagged key is there", listing(legacy(1, 1), tagged(idB, 2, 2), tagged(idUnknown, 3, 3)), "", []snapshot.Identity{idUnknown, idB}},
 		{"only other namespaces", listing(tagged(idAOther, 1, 1)), "", []snapshot.Identity{idAOther}},

@@ -21,8 +21,8 @@ func objs(prefix string, revs ...int64) []backend.ObjectInfo {
 		out = append(out, backend.ObjectInfo{Key: snapshot.ObjectKey(prefix, rev, t0.Add(time.Duration(i)*time.Hour))})
 	}
 	out = append(out,
-		backend.ObjectInfo{Key: prefix},                             // a one-shot backup at the prefix itself
-		backend.ObjectInfo{Key: prefix + "_v1_2018-01-01-00:00:00"}, // coreos-era key
+		backend.ObjectInfo{Key: prefix},                              // a one-shot backup at the prefix itself
+		backend.ObjectInfo{Key: prefix + "_v01_2018-01-01-00:00:00"}, // not as coreos writes its keys (those count: TestSelectTwoClustersUnderOnePrefix)
 		backend.ObjectInfo{Key: prefix + "-other_20200101T000000Z_v00000000000000000001"},
 		backend.ObjectInfo{Key: "unrelated"},
 	)

@@ -77,6 +77,21 @@ func ObjectKey(prefix string, rev int64, t time.Time) string {
 	return fmt.Sprintf("%s_%s_v%0*d", prefix, t.UTC().Format(KeyTimeFormat), revisionDigits, rev)
 }
 
+// CoreosTimeFormat is the timestamp in the keys of coreos/etcd-operator's periodic backups (the
+// operator's local time, UTC in its container).
+const CoreosTimeFormat = "2006-01-02-15:04:05"
+
+// CoreosKey returns the key coreos/etcd-operator (v0.9.x, pkg/backup) wrote for a periodic
+// backup at revision rev taken at t: <prefix>_v<revision>_<time in CoreosTimeFormat>, for
+// example etcd.backup_v12345_2019-05-01-02:00:00. SplitKey reads such keys as legacy keys (no
+// cluster identity) with KeyInfo.Coreos set, so that retention and the choice of the newest
+// backup count a coreos cluster's periodic backups, under the prefix its EtcdBackup still
+// names, as that cluster's (the rule for legacy keys: while no other cluster's backup shares
+// the prefix). This project never writes it.
+func CoreosKey(prefix string, rev int64, t time.Time) string {
+	return fmt.Sprintf("%s_v%d_%s", prefix, rev, t.UTC().Format(CoreosTimeFormat))
+}
+
 // KeyInfo is what a backup object key says about the backup.
 type KeyInfo struct {
 	// Time is when the backup was taken (second precision, UTC).
@@ -85,6 +100,9 @@ type KeyInfo struct {
 	Revision int64
 	// Identity is the cluster the backup was taken from; zero for a legacy key.
 	Identity
+	// Coreos is true for a key coreos/etcd-operator's periodic backup wrote (CoreosKey): a
+	// legacy key, without identity.
+	Coreos bool
 }
 
 // ParseKey parses a key written by ClusterKey or ObjectKey under prefix. ok is false for any key
@@ -98,9 +116,13 @@ func ParseKey(prefix, key string) (KeyInfo, bool) {
 	return info, true
 }
 
-// SplitKey parses a key written by ClusterKey or ObjectKey under any prefix and returns that
-// prefix. It reads the key from its end: the fields it appends have fixed shapes.
+// SplitKey parses a key written by ClusterKey, ObjectKey or coreos/etcd-operator (CoreosKey)
+// under any prefix and returns that prefix. It reads the key from its end: the fields it
+// appends have fixed shapes.
 func SplitKey(key string) (string, KeyInfo, bool) {
+	if prefix, info, ok := splitCoreosKey(key); ok {
+		return prefix, info, true
+	}
 	var info KeyInfo
 	rest := key
 	if head, id, ok := cutIdentity(key); ok {
@@ -126,6 +148,29 @@ func SplitKey(key string) (string, KeyInfo, bool) {
 	}
 	info.Time, info.Revision = t, r
 	return prefix, info, true
+}
+
+// splitCoreosKey parses a key CoreosKey writes: exactly that spelling (no leading zeros in the
+// revision), so that one backup has one key.
+func splitCoreosKey(key string) (string, KeyInfo, bool) {
+	rest, ts, ok := cutLast(key)
+	if !ok || len(ts) != len(CoreosTimeFormat) {
+		return "", KeyInfo{}, false
+	}
+	t, err := time.Parse(CoreosTimeFormat, ts)
+	if err != nil {
+		return "", KeyInfo{}, false
+	}
+	prefix, v, ok := cutLast(rest)
+	rev, isRev := strings.CutPrefix(v, "v")
+	if !ok || prefix == "" || !isRev || !isDigits(rev) {
+		return "", KeyInfo{}, false
+	}
+	r, err := strconv.ParseInt(rev, 10, 64)
+	if err != nil || strconv.FormatInt(r, 10) != rev || CoreosKey(prefix, r, t) != key {
+		return "", KeyInfo{}, false
+	}
+	return prefix, KeyInfo{Time: t, Revision: r, Coreos: true}, true
 }
 
 // cutIdentity splits _<namespace>_<cluster>_<16 hex digits> off the end of key.

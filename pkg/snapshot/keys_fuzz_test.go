@@ -74,7 +74,7 @@ func FuzzClusterKey(f *testing.F) {
 }
 
 // FuzzSplitKey: any string SplitKey accepts is exactly the key ClusterKey (or ObjectKey, for a
-// key without identity) writes for what it parsed: one key per backup, no second spelling that
+// key without identity, or CoreosKey, for a coreos periodic backup's) writes for what it parsed: one key per backup, no second spelling that
 // retention would read as the same backup.
 func FuzzSplitKey(f *testing.F) {
 	good := ObjectKey("etcd.backup", 7, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -85,6 +85,10 @@ func FuzzSplitKey(f *testing.F) {
 		"p_20260329T003005Z_v00000000000000012345_prod_main_0000000000000abc",
 		"etcd.backup",
 		"etcd.backup_v7_2026-01-01-00:00:00",
+		"etcd.backup_v07_2026-01-01-00:00:00",
+		"etcd.backup_v7_2026-13-01-00:00:00",
+		"_v7_2026-01-01-00:00:00",
+		"dir/etcd.backup_v9223372036854775807_2019-05-01-02:00:00",
 		"etcd.backup_20260101T000000Z_v7",
 		"etcd.backup_20261301T000000Z_v00000000000000000007",
 		"etcd.backup_20260101T000000Z_v0000000000000000000x",
@@ -111,8 +115,11 @@ func FuzzSplitKey(f *testing.F) {
 			t.Fatalf("SplitKey(%q) = %+v: negative revision or a time that is not whole UTC seconds", key, info)
 		}
 		again := ObjectKey(prefix, info.Revision, info.Time)
-		if info.Tagged() {
+		switch {
+		case info.Tagged():
 			again = ClusterKey(prefix, info.Identity, info.Revision, info.Time)
+		case info.Coreos:
+			again = CoreosKey(prefix, info.Revision, info.Time)
 		}
 		if again != key {
 			t.Fatalf("SplitKey(%q) = %q, %+v, which renders as %q", key, prefix, info, again)

@@ -41,11 +41,30 @@ func TestKeysSortByTimeAcrossRevisionDigits(t *testing.T) {
 	}
 }
 
+// TestParseKeyReadsCoreosPeriodicKeys (issue 32): the keys coreos/etcd-operator's periodic
+// backups wrote under a prefix are read as legacy backups of that prefix (no identity), with
+// their revision and time, so that retention and Newest count them as the cluster's.
+func TestParseKeyReadsCoreosPeriodicKeys(t *testing.T) {
+	at := time.Date(2019, 5, 1, 2, 0, 0, 0, time.UTC)
+	key := "etcd.backup_v12345_2019-05-01-02:00:00"
+	if got := CoreosKey("etcd.backup", 12345, at); got != key {
+		t.Fatalf("CoreosKey = %q, want %q", got, key)
+	}
+	info, ok := ParseKey("etcd.backup", key)
+	if !ok || info.Revision != 12345 || !info.Time.Equal(at) || info.Tagged() || !info.Coreos {
+		t.Fatalf("ParseKey(%q) = %+v, %t", key, info, ok)
+	}
+	if prefix, _, ok := SplitKey("dir/etcd.backup_v1_2019-05-01-02:00:00"); !ok || prefix != "dir/etcd.backup" {
+		t.Fatalf("SplitKey: prefix %q, %t", prefix, ok)
+	}
+}
+
 func TestParseKeyRejectsForeignKeys(t *testing.T) {
 	good := ObjectKey("etcd.backup", 7, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for _, key := range []string{
 		"etcd.backup",                                         // one-shot object
-		"etcd.backup_v7_2026-01-01-00:00:00",                  // coreos format
+		"etcd.backup_v07_2026-01-01-00:00:00",                 // coreos format, not as coreos writes it
+		"etcd.backup2_v7_2026-01-01-00:00:00",                 // coreos format, other prefix
 		"etcd.backup2_20260101T000000Z_v00000000000000000007", // other prefix
 		"other_20260101T000000Z_v00000000000000000007",
 		"etcd.backup_20260101T000000Z_v7",                    // unpadded
