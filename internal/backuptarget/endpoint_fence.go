@@ -1,16 +1,22 @@
 package backuptarget
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/reason"
@@ -25,10 +31,12 @@ import (
 // be an ExternalName, and every address in its EndpointSlices must be the IP of the pod of ns
 // that the endpoint's targetRef names; otherwise the backup is refused with EndpointNotAllowed.
 //
-// For a pod's name (<pod>.<svc>.<ns>.svc) the returned addrs maps that host to the IP of the
-// verified pod behind it, and the backup dials that IP (TLS is still verified against the
-// name). A Service's name is dialed through DNS after the check: a slice written between the
-// check and the dial is not seen (docs/security.md).
+// The returned addrs maps each host to the address the backup dials instead of what DNS says
+// (TLS is still verified against the name): for a pod's name (<pod>.<svc>.<ns>.svc) the IP of
+// the verified pod behind it; for a Service's name the IP and port of one of its verified,
+// ready pods (the first by hostname), the pod port behind the Service port the endpoint names.
+// So nothing written after the check (an EndpointSlice, a DNS record) decides where the backup
+// connects.
 //
 // Endpoints that are not names of ns (administrator-allowed hosts) are left alone.
 func fenceEndpoints(ctx context.Context, c client.Reader, ns string, endpoints []string) (map[string]string, error) {
@@ -42,21 +50,38 @@ func fenceEndpoints(ctx context.Context, c client.Reader, ns string, endpoints [
 		if !ok {
 			continue // an allowed host (--allowed-etcd-endpoints)
 		}
-		targets, err := serviceTargets(ctx, c, ns, svc)
+		port, err := strconv.ParseInt(cmp.Or(u.Port(), strconv.Itoa(etcdv1beta2.EtcdClientPort)), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("etcd endpoint %q: port: %w", ep, err)
+		}
+		targets, err := serviceTargets(ctx, c, ns, svc, int32(port))
 		if err != nil {
 			return nil, reasonFor(ep, err)
 		}
 		if pod == "" {
+			hosts := slices.Sorted(maps.Keys(targets))
+			if len(hosts) == 0 {
+				return nil, reason.Transient(etcdv1beta2.ReasonEtcdUnreachable, fmt.Errorf("etcd endpoint %q: Service %s has no ready pod", ep, svc))
+			}
+			t := targets[hosts[0]]
+			addrs[u.Hostname()] = net.JoinHostPort(t.ip, strconv.Itoa(int(t.port)))
 			continue
 		}
-		ip, ok := targets[pod]
+		t, ok := targets[pod]
 		if !ok {
 			return nil, reason.Transient(etcdv1beta2.ReasonEtcdUnreachable,
 				fmt.Errorf("etcd endpoint %q: Service %s has no ready pod with the hostname %s", ep, svc, pod))
 		}
-		addrs[u.Hostname()] = ip
+		addrs[u.Hostname()] = t.ip
 	}
 	return addrs, nil
+}
+
+// target is a verified, ready pod behind a Service: its IP, and the pod port behind the
+// Service port asked for.
+type target struct {
+	ip   string
+	port int32
 }
 
 // reasonFor gives the refusal of endpoint ep its reason: errors that already carry one keep it.
@@ -85,9 +110,11 @@ func namespaceName(host, ns string) (pod, svc string, ok bool) {
 	return "", "", false
 }
 
-// serviceTargets checks Service svc of ns (see fenceEndpoints) and returns its ready pods' IPs
-// by their DNS hostname (the endpoint's hostname, else the pod's name).
-func serviceTargets(ctx context.Context, c client.Reader, ns, svc string) (map[string]string, error) {
+// serviceTargets checks Service svc of ns (see fenceEndpoints) and returns its ready pods by
+// their DNS hostname (the endpoint's hostname, else the pod's name), each with the pod port
+// behind the Service's port port (the EndpointSlice port of that Service port's name, else its
+// numeric targetPort, else the port itself).
+func serviceTargets(ctx context.Context, c client.Reader, ns, svc string, port int32) (map[string]target, error) {
 	s := &corev1.Service{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: svc}, s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -103,13 +130,28 @@ func serviceTargets(ctx context.Context, c client.Reader, ns, svc string) (map[s
 		return nil, reason.Errorf(etcdv1beta2.ReasonEndpointNotAllowed,
 			"Service %s has no selector: its endpoints are written by hand and can be any address; give it a selector of the etcd pods or use etcdCluster", svc)
 	}
+	i := slices.IndexFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == port })
+	if i < 0 {
+		return nil, reason.Transient(etcdv1beta2.ReasonEtcdUnreachable, fmt.Errorf("Service %s has no port %d", svc, port))
+	}
+	sp := s.Spec.Ports[i]
+	podPort := sp.Port
+	if sp.TargetPort.Type == intstr.Int && sp.TargetPort.IntVal != 0 {
+		podPort = sp.TargetPort.IntVal
+	}
 	slicesOf := &discoveryv1.EndpointSliceList{}
 	if err := c.List(ctx, slicesOf, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: svc}); err != nil {
 		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, svc, err)
 	}
-	targets := map[string]string{}
+	targets := map[string]target{}
 	pods := map[string]*corev1.Pod{}
 	for _, sl := range slicesOf.Items {
+		slicePort := podPort
+		for _, p := range sl.Ports {
+			if p.Port != nil && ptr.Deref(p.Name, "") == sp.Name {
+				slicePort = *p.Port
+			}
+		}
 		for _, e := range sl.Endpoints {
 			if len(e.Addresses) == 0 {
 				continue
@@ -125,7 +167,7 @@ func serviceTargets(ctx context.Context, c client.Reader, ns, svc string) (map[s
 			if e.Hostname != nil && *e.Hostname != "" {
 				host = *e.Hostname
 			}
-			targets[host] = e.Addresses[0]
+			targets[host] = target{ip: e.Addresses[0], port: slicePort}
 		}
 	}
 	return targets, nil

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,7 +51,7 @@ func slice(t *testing.T, ns, name, svc, addr string, pod *corev1.Pod) {
 // server: tenant B names a Service of its own namespace that leads to tenant A's etcd (an
 // ExternalName alias of A's client Service, or a Service whose endpoints B wrote by hand). Each
 // is refused with EndpointNotAllowed before anything is dialed; a Service that selects B's own
-// pod passes, and a pod's name is dialed at that verified pod's IP.
+// pod passes, and a pod's or a Service's name is dialed at that verified pod's IP.
 func TestEndpointsLeadOnlyToPodsOfTheNamespace(t *testing.T) {
 	ns := namespace(t)
 	other := namespace(t)
@@ -76,6 +77,15 @@ func TestEndpointsLeadOnlyToPodsOfTheNamespace(t *testing.T) {
 	slice(t, ns, "foreign-1", "foreign", theirs.Status.PodIP, theirs)
 	svc("db", nil)
 	slice(t, ns, "db-1", "db", own.Status.PodIP, own)
+	// A Service port in front of another pod port: the pod port of the slice is dialed.
+	svc("mapped", func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{{Name: "client", Port: 2379, TargetPort: intstr.FromInt32(12379)}}
+	})
+	create(t, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: "mapped-1", Labels: map[string]string{discoveryv1.LabelServiceName: "mapped"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr.To("client"), Port: ptr.To[int32](12379)}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{own.Status.PodIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: own.Name, UID: own.UID}}}})
 
 	cases := []struct {
 		endpoint, reason string
@@ -86,7 +96,11 @@ func TestEndpointsLeadOnlyToPodsOfTheNamespace(t *testing.T) {
 		{endpoint: "http://injected:2379", reason: etcdv1beta2.ReasonEndpointNotAllowed},
 		{endpoint: "http://foreign." + ns + ":2379", reason: etcdv1beta2.ReasonEndpointNotAllowed},
 		{endpoint: "http://missing:2379", reason: etcdv1beta2.ReasonEtcdUnreachable},
-		{endpoint: "http://db:2379", addrs: map[string]string{}},
+		// A Service's name is dialed at a verified pod, not through DNS: an EndpointSlice or a
+		// DNS record written after the check cannot redirect it.
+		{endpoint: "http://db:2379", addrs: map[string]string{"db." + ns + ".svc": own.Status.PodIP + ":2379"}},
+		{endpoint: "http://mapped:2379", addrs: map[string]string{"mapped." + ns + ".svc": own.Status.PodIP + ":12379"}},
+		{endpoint: "http://db:2380", reason: etcdv1beta2.ReasonEtcdUnreachable}, // no such Service port
 		{endpoint: "https://db-0.db." + ns + ".svc.cluster.local:2379", addrs: map[string]string{"db-0.db." + ns + ".svc.cluster.local": own.Status.PodIP}},
 		{endpoint: "http://db-1.db." + ns + ".svc:2379", reason: etcdv1beta2.ReasonEtcdUnreachable}, // no such pod
 	}

@@ -43,15 +43,19 @@ func (a Access) ClientConfig(endpoints []string, dialTimeout time.Duration) clie
 	}
 }
 
-// DialAt is a clientv3 dial option that connects to addrs[host] for an endpoint host in addrs,
-// and to the endpoint as given otherwise: the operators dial a member's pod IP, read from a pod
-// they verified through the API, rather than whatever DNS says the name is. gRPC verifies TLS
-// against the endpoint's host, not against the address dialed.
+// DialAt is a clientv3 dial option that connects to addrs[host] for an endpoint host in addrs
+// (an IP, dialed at the endpoint's port, or an IP and port), and to the endpoint as given
+// otherwise: the operators dial a member's pod IP, read from a pod they verified through the API,
+// rather than whatever DNS says the name is. gRPC verifies TLS against the endpoint's host, not
+// against the address dialed.
 func DialAt(addrs map[string]string) grpc.DialOption {
 	return grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 		if host, port, err := net.SplitHostPort(addr); err == nil {
-			if ip, ok := addrs[host]; ok {
-				addr = net.JoinHostPort(ip, port)
+			if to, ok := addrs[host]; ok {
+				addr = to
+				if _, _, err := net.SplitHostPort(to); err != nil {
+					addr = net.JoinHostPort(to, port)
+				}
 			}
 		}
 		var d net.Dialer
