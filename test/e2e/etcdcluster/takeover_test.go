@@ -36,6 +36,11 @@ const (
 	takeOverMaxGap = 3 * time.Second
 	// takeOverKeys is how many keys are written before the takeover and read after it.
 	takeOverKeys = 200
+	// refusedVersion is the etcd of TestCoreosTakeOverRefusedOldEtcd's coreos pods: before 3.5,
+	// and an image the local cluster does not have (the pods never pull it).
+	refusedVersion = "3.4.27"
+	// refusedHoldFor is how long the refused cluster is watched for any change.
+	refusedHoldFor = 10 * time.Second
 )
 
 // TestCoreosTakeOverInPlace (issue 32): a 3-member etcd 3.5 cluster made as coreos/etcd-operator
@@ -54,53 +59,36 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 	f := framework.Global(t)
 	ns := f.CreateNamespace(t, "etcd-takeover")
 
-	// 1. The EtcdCluster, paused: the operator's first active pass comes after the coreos objects exist.
+	// 1-3. The EtcdCluster, paused (the operator's first active pass comes after the coreos
+	// objects exist), the coreos Services and member pods, the coreos cluster formed; data to
+	// find again after the takeover.
 	c := newCluster(ns, "c", 3)
 	c.Spec.Version = oldVersion
-	c.Spec.Paused = true
-	f.Create(t, c)
-
-	// 2. The coreos Services and member pods.
-	peerSvc, clientSvc := framework.CoreosPeerService(c), framework.CoreosClientService(c)
-	f.Create(t, peerSvc)
-	f.Create(t, clientSvc)
-	svcUIDs := map[string]types.UID{peerSvc.Name: peerSvc.UID, clientSvc.Name: clientSvc.UID}
-	var coreos []string
-	for range 3 {
-		coreos = append(coreos, framework.CoreosMemberName(c.Name))
+	coreos := f.CreateCoreosCluster(t, c, oldVersion, 3)
+	svcUIDs := map[string]types.UID{}
+	for _, name := range []string{"c", "c-client"} {
+		svcUIDs[name] = getObject(t, f, ns, name, &corev1.Service{}).GetUID()
 	}
-	slices.Sort(coreos)
 	podUIDs := map[string]types.UID{}
 	for _, name := range coreos {
-		p := framework.CoreosMemberPod(c, name, oldVersion, coreos)
-		f.Create(t, p)
-		podUIDs[name] = p.UID
+		podUIDs[name] = getObject(t, f, ns, name, &corev1.Pod{}).GetUID()
 	}
-	t.Logf("coreos members %v", coreos)
-
-	// 3. The coreos cluster formed; data to find again after the takeover.
 	cli := etcdClient(t, f, nil, clientEndpoint(ns, "c"))
-	var clusterID uint64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ml, err := cli.MemberList(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("member list of the coreos cluster: %v", err)
+	}
+	clusterID := ml.Header.ClusterId
 	coreosIDs := map[string]uint64{}
-	framework.Eventually(t, 3*time.Minute, "the coreos members form a cluster", func(ctx context.Context) (bool, error) {
-		ml, err := cli.MemberList(ctx)
-		if err != nil {
-			return false, err
-		}
-		names, desc := memberNames(ml)
-		if !slices.Equal(names, coreos) {
-			return false, fmt.Errorf("members %s, want %v started voting", desc, coreos)
-		}
-		clusterID = ml.Header.ClusterId
-		for _, m := range ml.Members {
-			coreosIDs[m.Name] = m.ID
-		}
-		return true, nil
-	})
+	for _, m := range ml.Members {
+		coreosIDs[m.Name] = m.ID
+	}
 	for i := range takeOverKeys {
 		put(t, cli, takeOverKey(i), fmt.Sprint("v", i))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
 	lease, err := cli.Grant(ctx, 3600)
 	if err != nil {
 		cancel()
@@ -138,7 +126,7 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 		t.Fatalf("after %s held: Degraded %s, conditions %v", coreosHoldFor, condition(got, etcdv1beta2.ClusterConditionDegraded), conds(got))
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
-	ml, err := cli.MemberList(ctx)
+	ml, err = cli.MemberList(ctx)
 	cancel()
 	if err != nil {
 		t.Fatalf("member list of the held cluster: %v", err)
@@ -280,8 +268,75 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 	t.Logf("cluster %x: %d keys, leased key with %d s left, revision %d -> %d", clusterID, len(got.Kvs), ttl.TTL, revBefore, got.Header.Revision)
 }
 
+// TestCoreosTakeOverRefusedOldEtcd (issue 32): a 3-member cluster made as coreos/etcd-operator
+// v0.9.4 makes it, whose pods name etcd 3.4.27, under an EtcdCluster annotated take-over=true:
+// the operator refuses the takeover (Degraded TakeOverRefused, naming 3.4.27 and 3.5) and
+// changes nothing (the same pods and Services, no member pod of its own). It decides from the
+// pods' spec alone: their image is one the local cluster does not have, and with
+// imagePullPolicy Never nothing is pulled and no etcd runs (the pods stay in
+// ErrImageNeverPull).
+func TestCoreosTakeOverRefusedOldEtcd(t *testing.T) {
+	t.Parallel()
+	f := framework.Global(t)
+	ns := f.CreateNamespace(t, "etcd-takeover-refused")
+
+	c := newCluster(ns, "c", 3)
+	c.Spec.Version = oldVersion
+	c.Annotations = map[string]string{etcdv1beta2.AnnotationTakeOver: "true"}
+	coreos := f.CreateCoreosMembers(t, c, refusedVersion, 3, func(p *corev1.Pod) {
+		p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	})
+	podUIDs := map[string]types.UID{}
+	for _, name := range coreos {
+		podUIDs[name] = getObject(t, f, ns, name, &corev1.Pod{}).GetUID()
+	}
+	svcUIDs := map[string]types.UID{}
+	for _, name := range []string{"c", "c-client"} {
+		svcUIDs[name] = getObject(t, f, ns, name, &corev1.Service{}).GetUID()
+	}
+
+	// Unpaused: the status of that generation refuses the takeover.
+	gen := patchCluster(t, f, ns, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false }).Generation
+	var msg string
+	framework.Eventually(t, time.Minute, "Degraded TakeOverRefused", func(ctx context.Context) (bool, error) {
+		cur := &etcdv1beta2.EtcdCluster{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, cur); err != nil {
+			return false, err
+		}
+		if got := condition(cur, etcdv1beta2.ClusterConditionDegraded); got != "True/"+etcdv1beta2.ReasonTakeOverRefused || cur.Status.ObservedGeneration < gen {
+			return false, fmt.Errorf("Degraded %s, observed generation %d of %d, conditions %v", got, cur.Status.ObservedGeneration, gen, conds(cur))
+		}
+		msg = degradedMessage(cur)
+		return true, nil
+	})
+	t.Logf("refused: %s", msg)
+	if !strings.Contains(msg, refusedVersion) || !strings.Contains(msg, "3.5") {
+		t.Errorf("Degraded message %q: want it to name etcd %s and 3.5", msg, refusedVersion)
+	}
+
+	// Nothing changes: the coreos pods (the same objects, not being deleted) and Services alone,
+	// no pod c-0 or any other of this operator's.
+	for deadline := time.Now().Add(refusedHoldFor); time.Now().Before(deadline); time.Sleep(time.Second) {
+		checkHeld(t, f, ns, podUIDs, svcUIDs)
+	}
+	if got := getCluster(t, f, ns, "c"); condition(got, etcdv1beta2.ClusterConditionDegraded) != "True/"+etcdv1beta2.ReasonTakeOverRefused {
+		t.Fatalf("after %s: Degraded %s, conditions %v", refusedHoldFor, condition(got, etcdv1beta2.ClusterConditionDegraded), conds(got))
+	}
+}
+
 // takeOverKey is key i of the data written before the takeover.
 func takeOverKey(i int) string { return fmt.Sprintf("/takeover/k/%04d", i) }
+
+// getObject reads object name of ns into obj and returns it, failing the test on error.
+func getObject(t testing.TB, f *framework.Framework, ns, name string, obj client.Object) client.Object {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatalf("getting %T %s/%s: %v", obj, ns, name, err)
+	}
+	return obj
+}
 
 // patchCluster applies change to EtcdCluster c of ns with a merge patch and returns the
 // patched object.

@@ -3,8 +3,12 @@
 package framework
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,4 +193,69 @@ func CoreosMemberPod(c *etcdv1beta2.EtcdCluster, name, version string, initial [
 			AutomountServiceAccountToken: ptr.To(false),
 		},
 	}
+}
+
+// coreosFormBound is how long CreateCoreosCluster waits for the coreos members to form their
+// cluster: their pods scheduled and started, their DNS names published, their election held.
+const coreosFormBound = 3 * time.Minute
+
+// CreateCoreosMembers makes the objects of a coreos/etcd-operator v0.9.4 cluster of members
+// members on etcd version, as a user who swapped the coreos operator's Deployment for this one
+// would have them: EtcdCluster c, created paused (spec.paused is set on c) so that the etcd
+// operator's first active pass comes after the coreos objects exist, then the peer and client
+// Services (CoreosPeerService, CoreosClientService) and the member pods (CoreosMemberPod, all of
+// one initial cluster), each pod passed to change first when change is not nil. It waits for
+// nothing and returns the member pod names, sorted; c stays paused (the caller unpauses it).
+func (f *Framework) CreateCoreosMembers(t testing.TB, c *etcdv1beta2.EtcdCluster, version string, members int, change func(*corev1.Pod)) []string {
+	t.Helper()
+	c.Spec.Paused = true
+	f.Create(t, c)
+	f.Create(t, CoreosPeerService(c))
+	f.Create(t, CoreosClientService(c))
+	names := make([]string, 0, members)
+	for len(names) < members {
+		if name := CoreosMemberName(c.Name); !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := CoreosMemberPod(c, name, version, names)
+		if change != nil {
+			change(p)
+		}
+		f.Create(t, p)
+	}
+	t.Logf("coreos members %v of %s/%s on etcd %s", names, c.Namespace, c.Name, version)
+	return names
+}
+
+// CreateCoreosCluster is CreateCoreosMembers (unchanged pods) followed by the wait until the
+// coreos members formed their cluster: etcd's member list, read through the client Service, is
+// exactly those members, each started and voting. It returns the member pod names, sorted; c
+// stays paused.
+func (f *Framework) CreateCoreosCluster(t testing.TB, c *etcdv1beta2.EtcdCluster, version string, members int) []string {
+	t.Helper()
+	names := f.CreateCoreosMembers(t, c, version, members, nil)
+	cli := f.EtcdClient(t, ClientEndpoint(c.Namespace, c.Name))
+	Eventually(t, coreosFormBound, "the coreos members form a cluster", func(ctx context.Context) (bool, error) {
+		ml, err := cli.MemberList(ctx)
+		if err != nil {
+			return false, err
+		}
+		var got []string
+		for _, m := range ml.Members {
+			switch {
+			case m.Name == "":
+				got = append(got, fmt.Sprintf("%x(unstarted)", m.ID))
+			case m.IsLearner:
+				got = append(got, m.Name+"(learner)")
+			default:
+				got = append(got, m.Name)
+			}
+		}
+		slices.Sort(got)
+		return slices.Equal(got, names), fmt.Errorf("members %v, want %v started voting", got, names)
+	})
+	return names
 }
