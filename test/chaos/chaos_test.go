@@ -41,7 +41,12 @@ type fault struct {
 	// no other beside kind uses. `make test-chaos` runs every kind alone, for clean heal times.
 	beside  bool
 	cluster func(c *etcdv1beta2.EtcdCluster)
-	inject  func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected
+	// setup, when set, makes the cluster under test (c, as cluster left it) in place of
+	// runFault's f.Create and the wait for it Available: a kind whose cluster starts in a state
+	// of its own (coreos/etcd-operator's members, held). It returns once the cluster takes the
+	// load through its client Service.
+	setup  func(t *testing.T, f *framework.Framework, c *etcdv1beta2.EtcdCluster)
+	inject func(t *testing.T, f *framework.Framework, ns string, rng *rand.Rand) injected
 }
 
 // injected is what a kind's inject tells runFault.
@@ -147,6 +152,7 @@ var faults = []fault{
 	{name: "member-network-cut", valueSize: 256, smoke: true, beside: true, inject: memberNetworkCut},
 	{name: "apiserver-restarted", valueSize: 256, inject: apiServerRestarted},
 	{name: "kubelet-containerd-restarted", valueSize: 256, smoke: true, cluster: withVolumes, inject: kubeletContainerdRestarted},
+	{name: "etcd-operator-killed-mid-takeover", valueSize: 256, setup: coreosHeld, inject: operatorKilledMidTakeOver},
 }
 
 // regressions are runs that found a bug, kept with their seed (docs/reliability.md, "Found by
@@ -225,8 +231,12 @@ func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
 	if fk.cluster != nil {
 		fk.cluster(c)
 	}
-	f.Create(t, c)
-	f.WaitClusterAvailable(t, ns, "c", 3, availableAfter)
+	if fk.setup != nil {
+		fk.setup(t, f, c)
+	} else {
+		f.Create(t, c)
+		f.WaitClusterAvailable(t, ns, "c", 3, availableAfter)
+	}
 	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "c"))
 	l := startLoad(cli, fk.valueSize, seed)
 	// Stops the load when the run fails before the checker (finish is idempotent).
