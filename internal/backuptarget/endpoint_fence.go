@@ -132,7 +132,7 @@ func serviceTargets(ctx context.Context, c client.Reader, ns, svc string, port i
 	}
 	i := slices.IndexFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == port })
 	if i < 0 {
-		return nil, reason.Transient(etcdv1beta2.ReasonEtcdUnreachable, fmt.Errorf("Service %s has no port %d", svc, port))
+		return nil, reason.Transient(etcdv1beta2.ReasonEtcdUnreachable, fmt.Errorf("no port %d on Service %s", port, svc))
 	}
 	sp := s.Spec.Ports[i]
 	podPort := sp.Port

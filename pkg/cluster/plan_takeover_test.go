@@ -13,7 +13,7 @@ func coreosWorld(names ...string) *world {
 	w := newWorld()
 	w.o.Formed, w.o.RecordedClusterID = false, 0
 	for i, name := range names {
-		id := uint64(101 + i) //nolint:gosec // i is a small member index
+		id := uint64(101 + i)
 		w.o.Members = append(w.o.Members, Member{ID: id, Name: name, PeerURLs: []string{"http://" + name + ".c.ns.svc:2380"}})
 		w.o.Pods[name] = PodState{Name: name, Phase: "Running", Version: "3.5.35", Coreos: true}
 		w.o.Status[id] = EndpointStatus{MemberID: id, Version: "3.5.35", Leader: 101}

@@ -28,9 +28,11 @@ const (
 	// takeOverMaxMembers is size+1: a takeover adds a member of its own before each coreos
 	// member goes, never two.
 	takeOverMaxMembers = 4
-	// takeOverKillAfterMax is the last membership change the kill may follow (1..5: c-0 added,
-	// c-0 promoted, the first coreos member removed, c-1 added, c-1 promoted).
-	takeOverKillAfterMax = 5
+	// takeOverKillAfterMax is the last membership change the kill may follow (1..8: c-0 added,
+	// c-0 promoted, the first coreos member removed, c-1 added, c-1 promoted, the second
+	// removed, c-2 added, c-2 promoted: the kill after the eighth lands before leadership moves
+	// off the last coreos member and it is removed, the ninth change).
+	takeOverKillAfterMax = 8
 	// memberPollInterval is how often the member list is read during the takeover: a step of
 	// the operator takes a pass (and a learner seconds to catch up), so a change is seen well
 	// before the next.
@@ -64,7 +66,7 @@ func coreosHeld(t *testing.T, f *framework.Framework, c *etcdv1beta2.EtcdCluster
 }
 
 // operatorKilledMidTakeOver annotates the held coreos cluster take-over=true and kills the etcd
-// operator's pod right after a seeded membership change k (1..5) of the takeover, as the member
+// operator's pod right after a seeded membership change k (1..8) of the takeover, as the member
 // list shows it: a learner of its own added, promoted, or a coreos member removed. The next
 // operator must finish the takeover from where it was: pods c-0, c-1 and c-2 alone, no coreos
 // pod, etcd's members exactly those three, started voters, the cluster ID unchanged, never more

@@ -177,3 +177,14 @@ func setHeld(c *etcdv1beta2.EtcdCluster, err error) error {
 	}
 	return err
 }
+
+// coreosMembers counts the members of obs whose pods coreos/etcd-operator made.
+func coreosMembers(obs *observation) int {
+	n := 0
+	for _, m := range obs.Members {
+		if obs.Pods[m.PodName()].Coreos {
+			n++
+		}
+	}
+	return n
+}

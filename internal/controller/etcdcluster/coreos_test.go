@@ -106,7 +106,7 @@ func coreosCluster(t *testing.T, ns string, names []string, version string, chan
 	}
 	f := newFakeEtcd()
 	for i, name := range names {
-		f.members = append(f.members, cluster.Member{ID: uint64(11 + i), Name: name, //nolint:gosec // i is a small index
+		f.members = append(f.members, cluster.Member{ID: uint64(11 + i), Name: name,
 			PeerURLs: []string{"http://" + name + ".c." + ns + ".svc:2380"}, ClientURLs: []string{advertisedURL(name)}})
 	}
 	fakes.Store(ns, f)

@@ -108,6 +108,9 @@ func setConditions(c *etcdv1beta2.EtcdCluster, obs *observation, act cluster.Act
 
 	size := int(c.Spec.Size)
 	switch n := len(obs.Members); {
+	case obs.Reachable && takingOver(c) && coreosMembers(obs) > 0:
+		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonTakingOver,
+			fmt.Sprintf("%d members, %d of them made by coreos/etcd-operator: replacing them one at a time by members of this operator's own (%d wanted)", n, coreosMembers(obs), size))
 	case !obs.Reachable && !obs.Formed:
 		set(etcdv1beta2.ClusterConditionScaling, true, etcdv1beta2.ReasonCreatingSeed, "creating the seed member")
 	case obs.Reachable && n < size:

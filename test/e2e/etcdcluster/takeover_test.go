@@ -13,6 +13,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -161,12 +163,16 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 	// size+1 members on the way.
 	want := []string{"c-0", "c-1", "c-2"}
 	maxMembers, lastMembers, lastConds := 0, "", ""
+	scaling := map[string]bool{} // the Scaling reasons seen on the way
 	framework.Eventually(t, takeOverBound, "the cluster taken over", func(ctx context.Context) (bool, error) {
 		cur := &etcdv1beta2.EtcdCluster{}
 		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, cur); err == nil {
 			if s := strings.Join(conds(cur), " "); s != lastConds {
 				t.Logf("+%s conditions %s", time.Since(start).Round(100*time.Millisecond), s)
 				lastConds = s
+			}
+			if sc := meta.FindStatusCondition(cur.Status.Conditions, etcdv1beta2.ClusterConditionScaling); sc != nil && sc.Status == metav1.ConditionTrue {
+				scaling[sc.Reason] = true
 			}
 		}
 		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
@@ -203,6 +209,10 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 		}
 		return true, nil
 	})
+	// The status says what happens: a takeover, not a scale-down while the extra member is in.
+	if !scaling[etcdv1beta2.ReasonTakingOver] || scaling[etcdv1beta2.ReasonScalingDown] {
+		t.Errorf("Scaling reasons on the way: %v, want %s and never %s", slices.Sorted(maps.Keys(scaling)), etcdv1beta2.ReasonTakingOver, etcdv1beta2.ReasonScalingDown)
+	}
 	tookOver := time.Since(start)
 	waitAvailable(t, f, ns, "c", 3, 2*time.Minute)
 	available := time.Since(start)

@@ -90,13 +90,16 @@ const (
 	ReasonEtcdUnreachable            = "EtcdUnreachable"
 	ReasonScalingUp                  = "ScalingUp"
 	ReasonScalingDown                = "ScalingDown"
-	ReasonUpgradeInProgress          = "UpgradeInProgress"
-	ReasonRollingUpdate              = "RollingUpdate"
-	ReasonRollBlocked                = "RollBlocked"
-	ReasonCreatingSeed               = "CreatingSeed"
-	ReasonReconcileError             = "ReconcileError"
-	ReasonBackupNotFound             = "BackupNotFound"
-	ReasonBackupCorrupt              = "BackupCorrupt"
+	// ReasonTakingOver (Scaling): members of the operator's own replace, one at a time, those
+	// coreos/etcd-operator made (AnnotationTakeOver).
+	ReasonTakingOver        = "TakingOver"
+	ReasonUpgradeInProgress = "UpgradeInProgress"
+	ReasonRollingUpdate     = "RollingUpdate"
+	ReasonRollBlocked       = "RollBlocked"
+	ReasonCreatingSeed      = "CreatingSeed"
+	ReasonReconcileError    = "ReconcileError"
+	ReasonBackupNotFound    = "BackupNotFound"
+	ReasonBackupCorrupt     = "BackupCorrupt"
 	// ReasonNotCaptured: a point-in-time restore's target is not in the continuous capture
 	// after the backup (the capture ends, or has a gap, before it), or the capture does not
 	// continue the backup.
