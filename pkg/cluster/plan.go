@@ -131,6 +131,11 @@ type Desired struct {
 	TakeOver bool
 }
 
+// dataInPod reports whether the member of pod p keeps its data in the pod (emptyDir), so that
+// it is gone with the pod: every member without volumes, and a coreos member being taken over
+// whatever the spec asks of this operator's own (a takeover refuses coreos members on volumes).
+func (d Desired) dataInPod(p PodState) bool { return !d.PVC || p.Coreos }
+
 // AllAnswer reports whether every member named answers without errors (names empty: true).
 func (o Observed) AllAnswer(names []string) bool {
 	return o.answering(names) == len(names)
@@ -323,12 +328,12 @@ func next(d Desired, o Observed) Action {
 			return Action{Kind: ActionCreatePod, MemberID: m.ID, Pod: m.PodName(), Message: "creating the pod of added member " + m.PodName()}
 		case !ok:
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: m.PodName(), Message: "removing member " + m.PodName() + ": its pod and data are gone; a new member replaces it"}
-		case ok && (!d.PVC || p.Coreos) && o.onLostNode(m.ID, p):
+		case ok && d.dataInPod(p) && o.onLostNode(m.ID, p):
 			// Removed now rather than when the taint manager evicts the pod a minute or more later:
 			// quorum holds (checked above) and the removal keeps it, since the member is down.
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: fmt.Sprintf("removing member %s: its node has been lost for %s and its etcd does not answer; "+
 				"its data goes with the node (emptyDir), a new member replaces it", p.Name, p.NodeLostFor.Round(time.Second))}
-		case p.Terminating && p.Stuck && (!d.PVC || p.Coreos):
+		case p.Terminating && p.Stuck && d.dataInPod(p):
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: "removing member " + p.Name + ": its pod is stuck terminating (node gone?) and its data goes with it; a new member replaces it"}
 		case p.Terminating && p.Stuck:
 			// Its volume may have gone with its node (a local volume): it is replaced on a new
@@ -340,9 +345,7 @@ func next(d Desired, o Observed) Action {
 				"it is replaced on a new volume, its own kept, once its etcd has been down for spec.memberReplacement.afterSeconds while every other member is healthy"}
 		case p.Terminating:
 			return Action{Kind: ActionWait, Pod: p.Name, Message: "waiting for pod " + p.Name + " to terminate"}
-		case p.Failed() && (!d.PVC || p.Coreos):
-			// A coreos member keeps its data in its pod (takeOverRefusal), whatever the spec asks
-			// of this operator's own members.
+		case p.Failed() && d.dataInPod(p):
 			return Action{Kind: ActionRemoveMember, MemberID: m.ID, Pod: p.Name, Message: "removing member " + p.Name + ": its pod failed and its data is gone; a new member replaces it"}
 		}
 	}

@@ -135,3 +135,18 @@ func TestTakeOverNeedsGoAhead(t *testing.T) {
 		t.Fatalf("step %s %s with a member down", act.Kind, act.Pod)
 	}
 }
+
+// TestTakeOverFailedCoreosMemberOnVolumesSpec: a coreos member keeps its data in its pod even
+// when the spec gives this operator's members volumes: its failed pod (restartPolicy Never)
+// means its data is gone, and it is removed, not waited for as a member on a volume would be.
+func TestTakeOverFailedCoreosMemberOnVolumesSpec(t *testing.T) {
+	w := coreosWorld("c-4bxk7m2q9z", "c-8hj2lqwx5r", "c-zz7c2m4n6p")
+	p := w.o.Pods["c-8hj2lqwx5r"]
+	p.Phase = "Failed"
+	w.o.Pods["c-8hj2lqwx5r"] = p
+	delete(w.o.Status, 102)
+	act := Next(Desired{Name: "c", Size: 3, PVC: true, TakeOver: true}, w.o)
+	if act.Kind != ActionRemoveMember || act.Pod != "c-8hj2lqwx5r" {
+		t.Fatalf("step %s %s: %s, want the failed coreos member removed", act.Kind, act.Pod, act.Message)
+	}
+}
