@@ -169,7 +169,7 @@ func waitTakenOver(t *testing.T, f *framework.Framework, ns string, cli *clientv
 		if err != nil {
 			return false, fmt.Errorf("member list: %w", err)
 		}
-		members := describe(ml.Members)
+		members := framework.DescribeMembers(ml.Members)
 		return slices.Equal(podNames, want) && slices.Equal(members, want), fmt.Errorf("pods %v, members %v; want %v", podNames, members, want)
 	})
 }
@@ -242,7 +242,7 @@ func (w *memberWatch) see(members []*etcdserverpb.Member, at time.Duration) {
 		}
 	}
 	w.maxSeen = max(w.maxSeen, len(members))
-	if d := strings.Join(describe(members), " "); d != w.last {
+	if d := strings.Join(framework.DescribeMembers(members), " "); d != w.last {
 		w.last = d
 		w.log = append(w.log, fmt.Sprintf("+%s [%s]", at.Round(100*time.Millisecond), d))
 	}
@@ -302,22 +302,4 @@ func (w *memberWatch) history() string {
 func (w *memberWatch) stop() {
 	w.stopOnce.Do(func() { close(w.done) })
 	w.wg.Wait()
-}
-
-// describe is the member list as sorted names, "(learner)" after a learner's and
-// "<id>(unstarted)" for a member not started yet.
-func describe(members []*etcdserverpb.Member) []string {
-	var out []string
-	for _, m := range members {
-		s := m.Name
-		if s == "" {
-			s = fmt.Sprintf("%x(unstarted)", m.ID)
-		}
-		if m.IsLearner {
-			s += "(learner)"
-		}
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
 }

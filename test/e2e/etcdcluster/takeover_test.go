@@ -386,19 +386,7 @@ func memberNames(ml *clientv3.MemberListResponse) ([]string, string) {
 
 // describeMembers is the member list as name[(learner)] items, sorted.
 func describeMembers(ml *clientv3.MemberListResponse) string {
-	var out []string
-	for _, m := range ml.Members {
-		s := m.Name
-		if s == "" {
-			s = fmt.Sprintf("%x(unstarted)", m.ID)
-		}
-		if m.IsLearner {
-			s += "(learner)"
-		}
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return "[" + strings.Join(out, " ") + "]"
+	return "[" + strings.Join(framework.DescribeMembers(ml.Members), " ") + "]"
 }
 
 // checkHeld fails the test unless the namespace holds exactly the coreos pods (the same

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -258,4 +259,22 @@ func (f *Framework) CreateCoreosCluster(t testing.TB, c *etcdv1beta2.EtcdCluster
 		return slices.Equal(got, names), fmt.Errorf("members %v, want %v started voting", got, names)
 	})
 	return names
+}
+
+// DescribeMembers is a member list as sorted names, "(learner)" after a learner's and
+// "<id>(unstarted)" for a member not started yet: what a takeover's logs show step by step.
+func DescribeMembers(members []*etcdserverpb.Member) []string {
+	var out []string
+	for _, m := range members {
+		s := m.Name
+		if s == "" {
+			s = fmt.Sprintf("%x(unstarted)", m.ID)
+		}
+		if m.IsLearner {
+			s += "(learner)"
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
 }
