@@ -14,7 +14,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,22 +146,10 @@ func waitTakenOver(t *testing.T, f *framework.Framework, ns string, cli *clientv
 	t.Helper()
 	want := []string{"c-0", "c-1", "c-2"}
 	framework.Eventually(t, healTimeout, "the takeover finished", func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := f.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		podNames, err := f.DescribePods(ctx, ns)
+		if err != nil {
 			return false, err
 		}
-		var podNames []string
-		for _, p := range pods.Items {
-			name := p.Name
-			if p.DeletionTimestamp != nil {
-				name += "(terminating)"
-			}
-			if _, ok := p.Labels[framework.CoreosNodeLabel]; ok {
-				name += "(coreos)"
-			}
-			podNames = append(podNames, name)
-		}
-		slices.Sort(podNames)
 		mctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		ml, err := cli.MemberList(mctx)
 		cancel()

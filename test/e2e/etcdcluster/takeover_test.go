@@ -192,19 +192,10 @@ func TestCoreosTakeOverInPlace(t *testing.T) {
 		if len(ml.Members) > 4 {
 			t.Fatalf("%d members (%s): more than size+1", len(ml.Members), desc)
 		}
-		pods := &corev1.PodList{}
-		if err := f.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		podNames, err := f.DescribePods(ctx, ns)
+		if err != nil {
 			return false, err
 		}
-		var podNames []string
-		for _, p := range pods.Items {
-			name := p.Name
-			if p.DeletionTimestamp != nil {
-				name += "(terminating)"
-			}
-			podNames = append(podNames, name)
-		}
-		slices.Sort(podNames)
 		names, _ := memberNames(ml)
 		if !slices.Equal(podNames, want) || !slices.Equal(names, want) {
 			return false, fmt.Errorf("pods %v, members %s; want %v", podNames, desc, want)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -277,4 +278,27 @@ func DescribeMembers(members []*etcdserverpb.Member) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// DescribePods lists the pods of namespace ns as sorted names, "(terminating)" after a pod being
+// deleted and "(coreos)" after one coreos/etcd-operator made: a takeover is finished when only
+// this operator's member names are left, bare.
+func (f *Framework) DescribePods(ctx context.Context, ns string) ([]string, error) {
+	pods := &corev1.PodList{}
+	if err := f.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pods.Items {
+		name := p.Name
+		if p.DeletionTimestamp != nil {
+			name += "(terminating)"
+		}
+		if _, ok := p.Labels[CoreosNodeLabel]; ok {
+			name += "(coreos)"
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, nil
 }
