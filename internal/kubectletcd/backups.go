@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubeid"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
@@ -25,6 +26,7 @@ func (a *App) backups(ctx context.Context, args []string) error {
 	schedule := fs.String("schedule", "", "list under this EtcdBackupSchedule's storage path (default: the cluster's only schedule)")
 	backupName := fs.String("backup", "", "list under this EtcdBackup's storage path instead of a schedule's")
 	ambient := fs.Bool("ambient-credentials", false, "for a storage block without a credentials Secret, use this machine's cloud credentials")
+	kubeName := fs.String("kubernetes-cluster-id", "", "the operators' --kubernetes-cluster-id, if they run with one (default: this Kubernetes cluster's kube-system namespace UID, as they read it)")
 	output := outputFlag(fs)
 	pos, err := a.parse(fs, args, 1, "backups <cluster>")
 	if err != nil {
@@ -58,7 +60,14 @@ func (a *App) backups(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listing %s (storage of %s): %w", loc.URL(), from, err)
 	}
-	list := listBackups(objs, loc.URL(), from, loc.Key, clusterIdentity(r.cluster))
+	// Which Kubernetes cluster's backups are this one's: unknown ("") when the user may not
+	// read the kube-system namespace, and then every Kubernetes cluster's backups of the name
+	// are shown as the cluster's, each with its Kubernetes identity.
+	kube, err := kubeid.Lookup(ctx, c, *kubeName)
+	if err != nil {
+		return err
+	}
+	list := listBackups(objs, loc.URL(), from, loc.Key, clusterIdentity(r.cluster), kube)
 	fmt.Fprintf(a.progress(*output), "%s (storage of %s), %d objects:\n", list.Location, list.StorageOf, len(list.Backups))
 	if *output != "" {
 		return writeObject(a.Out, *output, list)
@@ -135,29 +144,37 @@ type backupOwner struct {
 	Cluster string `json:"cluster"`
 	// ClusterID is the etcd cluster ID in hex, as status.clusterID.
 	ClusterID string `json:"clusterID"`
+	// KubernetesCluster is the identity of the Kubernetes cluster the backup was written in
+	// (16 hex digits; absent from keys written without one).
+	KubernetesCluster string `json:"kubernetesCluster,omitempty"`
 }
 
-// describe renders o as snapshot.Identity.Describe does.
+// describe renders o as snapshot.Identity.Describe does, with its Kubernetes cluster.
 func (o *backupOwner) describe() string {
 	id, _ := strconv.ParseUint(o.ClusterID, 16, 64)
-	return snapshot.Identity{Namespace: o.Namespace, Cluster: o.Cluster, ClusterID: id}.Describe()
+	d := snapshot.Identity{Namespace: o.Namespace, Cluster: o.Cluster, ClusterID: id}.Describe()
+	if o.KubernetesCluster != "" {
+		d += " in Kubernetes cluster " + o.KubernetesCluster
+	}
+	return d
 }
 
 // listBackups parses the keys of objs, listed under prefix at location, relative to cluster
-// self.
-func listBackups(objs []backend.ObjectInfo, location, from, prefix string, self snapshot.Identity) *backupList {
+// self in Kubernetes cluster kube ("" unknown: the name's backups of every Kubernetes cluster
+// are self's).
+func listBackups(objs []backend.ObjectInfo, location, from, prefix string, self snapshot.Identity, kube string) *backupList {
 	l := &backupList{Location: location, StorageOf: from, Namespace: self.Namespace, Cluster: self.Cluster, Backups: []backupObject{}}
 	for _, o := range objs {
 		b := backupObject{Key: o.Key, Size: o.Size, Match: matchNotBackup}
 		if p, info, ok := snapshot.SplitKey(o.Key); ok {
 			b.Time, b.Revision = &metav1.Time{Time: info.Time}, info.Revision
 			if info.Tagged() {
-				b.Owner = &backupOwner{Namespace: info.Namespace, Cluster: info.Cluster, ClusterID: fmt.Sprintf("%016x", info.ClusterID)}
+				b.Owner = &backupOwner{Namespace: info.Namespace, Cluster: info.Cluster, ClusterID: fmt.Sprintf("%016x", info.ClusterID), KubernetesCluster: info.Kube}
 			}
 			switch {
 			case p != prefix:
 				b.Match, b.Prefix = matchOtherPrefix, p
-			case info.Same(self):
+			case info.Same(self) && (kube == "" || info.Kube == "" || info.Kube == kube):
 				b.Match = matchThis
 			case !info.Tagged():
 				b.Match = matchLegacy

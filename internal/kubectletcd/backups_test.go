@@ -7,7 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubeid"
 	"github.com/etcd-operator/etcd-operator/internal/storage"
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
@@ -41,13 +43,21 @@ func TestBackups(t *testing.T) {
 	}
 	defer func() { _ = store.Close() }()
 	const prefix = "etcd/backup"
+	// This Kubernetes cluster's identity, as the operators read it (issue 30 item 5).
+	kubeSystem := &corev1.Namespace{}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: kubeid.Namespace}, kubeSystem); err != nil {
+		t.Fatal(err)
+	}
+	here := kubeid.Of(string(kubeSystem.UID))
 	keys := map[string]string{
-		"before re-creation": snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xaa}, 100, now.Add(-48*time.Hour)),
-		"this cluster":       snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xbb}, 200, now.Add(-2*time.Hour)),
-		"other cluster":      snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "other", ClusterID: 0xcc}, 300, now.Add(-time.Hour)),
-		"other namespace":    snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: "staging", Cluster: "main", ClusterID: 0xbb}, 400, now.Add(-time.Hour)),
-		"legacy":             snapshot.ObjectKey(prefix, 50, now.Add(-72*time.Hour)),
-		"foreign":            prefix + "/README.txt",
+		"this Kubernetes cluster":  snapshot.ClusterKeyIn(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xbb}, here, 250, now.Add(-90*time.Minute)),
+		"other Kubernetes cluster": snapshot.ClusterKeyIn(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xdd}, "00000000000000ea", 260, now.Add(-80*time.Minute)),
+		"before re-creation":       snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xaa}, 100, now.Add(-48*time.Hour)),
+		"this cluster":             snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "main", ClusterID: 0xbb}, 200, now.Add(-2*time.Hour)),
+		"other cluster":            snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "other", ClusterID: 0xcc}, 300, now.Add(-time.Hour)),
+		"other namespace":          snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: "staging", Cluster: "main", ClusterID: 0xbb}, 400, now.Add(-time.Hour)),
+		"legacy":                   snapshot.ObjectKey(prefix, 50, now.Add(-72*time.Hour)),
+		"foreign":                  prefix + "/README.txt",
 	}
 	for what, key := range keys {
 		if err := store.Put(t.Context(), key, strings.NewReader(strings.Repeat("x", 2048))); err != nil {
@@ -60,14 +70,16 @@ func TestBackups(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.err)
 	}
 	t.Log("\n" + r.out)
-	mustContain(t, r.out, "S3://"+bucket.Name+"/etcd/backup (storage of etcdbackupschedule/nightly), 6 objects", "* = a backup of "+ns+"/main (2)")
+	mustContain(t, r.out, "S3://"+bucket.Name+"/etcd/backup (storage of etcdbackupschedule/nightly), 8 objects", "* = a backup of "+ns+"/main (3)")
 	for what, want := range map[string]string{
-		"before re-creation": "* 2026-11-25T12:00:00Z 2d 100 2.0 KiB " + ns + "/main (cluster ID 00000000000000aa)",
-		"this cluster":       "* 2026-11-27T10:00:00Z 120m 200 2.0 KiB " + ns + "/main (cluster ID 00000000000000bb)",
-		"other cluster":      "! 2026-11-27T11:00:00Z 60m 300 2.0 KiB OTHER: " + ns + "/other",
-		"other namespace":    "! 2026-11-27T11:00:00Z 60m 400 2.0 KiB OTHER: staging/main",
-		"legacy":             "? 2026-11-24T12:00:00Z 3d 50 2.0 KiB legacy (no cluster identity)",
-		"foreign":            "? - - - 2.0 KiB not a backup key",
+		"before re-creation":       "* 2026-11-25T12:00:00Z 2d 100 2.0 KiB " + ns + "/main (cluster ID 00000000000000aa)",
+		"this cluster":             "* 2026-11-27T10:00:00Z 120m 200 2.0 KiB " + ns + "/main (cluster ID 00000000000000bb)",
+		"this Kubernetes cluster":  "* 2026-11-27T10:30:00Z 90m 250 2.0 KiB " + ns + "/main (cluster ID 00000000000000bb) in Kubernetes cluster " + here,
+		"other Kubernetes cluster": "! 2026-11-27T10:40:00Z 80m 260 2.0 KiB OTHER: " + ns + "/main (cluster ID 00000000000000dd) in Kubernetes cluster 00000000000000ea",
+		"other cluster":            "! 2026-11-27T11:00:00Z 60m 300 2.0 KiB OTHER: " + ns + "/other",
+		"other namespace":          "! 2026-11-27T11:00:00Z 60m 400 2.0 KiB OTHER: staging/main",
+		"legacy":                   "? 2026-11-24T12:00:00Z 3d 50 2.0 KiB legacy (no cluster identity)",
+		"foreign":                  "? - - - 2.0 KiB not a backup key",
 	} {
 		if l := squash(line(r.out, keys[what])); !strings.Contains(l, want) {
 			t.Errorf("%s: row %q, want %q", what, l, want)
@@ -80,7 +92,7 @@ func TestBackups(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("-o %s: exit %d: %s", format, r.code, r.err)
 		}
-		if !strings.Contains(r.err, "(storage of etcdbackupschedule/nightly), 6 objects") {
+		if !strings.Contains(r.err, "(storage of etcdbackupschedule/nightly), 8 objects") {
 			t.Errorf("-o %s: stderr %q, want the heading", format, r.err)
 		}
 		t.Log("\n" + r.out)
@@ -102,12 +114,14 @@ func TestBackups(t *testing.T) {
 			owner     string
 			clusterID string
 		}{
-			"before re-creation": {matchThis, 100, now.Add(-48 * time.Hour), "main", "00000000000000aa"},
-			"this cluster":       {matchThis, 200, now.Add(-2 * time.Hour), "main", "00000000000000bb"},
-			"other cluster":      {matchOther, 300, now.Add(-time.Hour), "other", "00000000000000cc"},
-			"other namespace":    {matchOther, 400, now.Add(-time.Hour), "main", "00000000000000bb"},
-			"legacy":             {matchLegacy, 50, now.Add(-72 * time.Hour), "", ""},
-			"foreign":            {matchNotBackup, 0, time.Time{}, "", ""},
+			"before re-creation":       {matchThis, 100, now.Add(-48 * time.Hour), "main", "00000000000000aa"},
+			"this cluster":             {matchThis, 200, now.Add(-2 * time.Hour), "main", "00000000000000bb"},
+			"this Kubernetes cluster":  {matchThis, 250, now.Add(-90 * time.Minute), "main", "00000000000000bb"},
+			"other Kubernetes cluster": {matchOther, 260, now.Add(-80 * time.Minute), "main", "00000000000000dd"},
+			"other cluster":            {matchOther, 300, now.Add(-time.Hour), "other", "00000000000000cc"},
+			"other namespace":          {matchOther, 400, now.Add(-time.Hour), "main", "00000000000000bb"},
+			"legacy":                   {matchLegacy, 50, now.Add(-72 * time.Hour), "", ""},
+			"foreign":                  {matchNotBackup, 0, time.Time{}, "", ""},
 		} {
 			b, ok := byKey[keys[what]]
 			switch {

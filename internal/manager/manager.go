@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubeid"
 	"github.com/etcd-operator/etcd-operator/internal/opmetrics"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/version"
@@ -33,6 +34,8 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The kube-system namespace only, for the Kubernetes cluster's identity in backup keys (internal/kubeid).
+// +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-system,verbs=get
 // With --metrics-secure, every binary asks the API server who calls /metrics and whether they may.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -136,6 +139,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ..
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	// The Kubernetes cluster's identity, which the keys of backups record, read once: the
+	// kube-system namespace's UID does not change while the cluster exists.
+	if opts.KubeID, err = kubeid.Lookup(ctx, mgr.GetAPIReader(), opts.KubernetesClusterID); err != nil {
+		return err
+	}
+	ctrl.Log.WithName(opts.Binary).Info("Kubernetes cluster identity for backup keys", "kubeID", opts.KubeID,
+		"from", map[bool]string{true: "--kubernetes-cluster-id", false: "the kube-system namespace (empty: not readable)"}[opts.KubernetesClusterID != ""])
 	// The build of this binary; each binary's controllers register their own metrics in
 	// their setup (SetupMetrics), so /metrics carries exactly the binary's metrics.
 	if err := opmetrics.Register(metrics.Registry, opmetrics.NewBuildInfo(opts.Binary)); err != nil {

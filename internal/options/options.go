@@ -73,6 +73,14 @@ type Options struct {
 	// turns the check off.
 	HashKVCheckMaxSize int64
 
+	// KubernetesClusterID names the Kubernetes cluster the operator runs in, for the keys of
+	// the backups it writes and the backups it chooses to restore (internal/kubeid). Empty:
+	// the kube-system namespace's UID.
+	KubernetesClusterID string
+	// KubeID is the Kubernetes cluster's identity as backup keys carry it (manager.Run fills
+	// it at start); "" when it could not be read.
+	KubeID string
+
 	// WatchNamespaces is WatchNamespace split on commas (Complete fills it); empty means all.
 	WatchNamespaces []string
 	// ExcludeNamespaces is ExcludeNamespace split on commas (Complete fills it).
@@ -154,6 +162,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		o.HashKVCheckMaxSize = q.Value()
 		return nil
 	})
+	fs.StringVar(&o.KubernetesClusterID, "kubernetes-cluster-id", o.KubernetesClusterID, "A name for the Kubernetes cluster the operator runs in, the same for the three operators of one Kubernetes cluster and different in every other one that may share a backup bucket. The keys of the backups written here carry its hash, and retention and the choice of the newest backup never take another Kubernetes cluster's backups for this one's. Default: the kube-system namespace's UID (the operator needs get on that namespace; without it, and without this flag, keys carry no Kubernetes identity).")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long to wait for running reconciles on shutdown.")
 	o.Zap.BindFlags(fs)
 }

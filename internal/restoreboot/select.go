@@ -61,8 +61,14 @@ const maxSkipped = 16
 // is NoSuccessfulBackup, naming the clusters whose backups are there; backups without a
 // cluster identity (legacy keys) count only when no other cluster's backup shares the prefix.
 //
+// The operator runs in the Kubernetes cluster kube ("" unknown): want's backups written there
+// are chosen first; when there are none, those of the one other Kubernetes cluster that wrote
+// want's backups (a cluster restored into a rebuilt Kubernetes cluster); when two or more other
+// Kubernetes clusters did, none, and NoSuccessfulBackup asks for the cluster ID
+// (retention.PreferKube).
+//
 // With a point in time (at not nil), only backups taken at or before it count.
-func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, now time.Time, at *etcdv1beta2.PointInTime) (*etcdv1beta2.SelectedBackup, error) {
+func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, kube string, now time.Time, at *etcdv1beta2.PointInTime) (*etcdv1beta2.SelectedBackup, error) {
 	prefix := store.Key
 	objs, err := store.List(ctx, prefix)
 	if err != nil {
@@ -91,6 +97,19 @@ func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, n
 	}
 	if len(candidates) == 0 && len(others) == 0 {
 		candidates = legacy
+	}
+	if picked, kubes := retention.PreferKube(candidates, kube); len(kubes) > 0 {
+		ids := make([]string, 0, len(candidates))
+		for _, b := range candidates {
+			if d := fmt.Sprintf("cluster ID %016x in Kubernetes cluster %s", b.ClusterID, b.Kube); b.Kube != "" && !slices.Contains(ids, d) {
+				ids = append(ids, d)
+			}
+		}
+		return nil, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup,
+			"the backups of %s under %s were written in %d other Kubernetes clusters (%s) and none in this one: which is meant cannot be told; set bootstrap.restore.source.of.clusterID to the cluster ID of the one to restore",
+			describe(want), store.URL(), len(kubes), strings.Join(ids, "; "))
+	} else {
+		candidates = picked
 	}
 	if len(candidates) == 0 {
 		if late > 0 && len(others) == 0 {

@@ -44,10 +44,20 @@ func TestSelect(t *testing.T) {
 		return o
 	}
 	legacy := object{snapshot.ObjectKey(prefix, 7, t0.Add(9*time.Hour)), snapshotOf(7, 700)}
+	// The same namespace and name in three Kubernetes clusters (issue 30 item 5): here, east
+	// and west, each with its own cluster ID.
+	const here, east, west = "00000000000000aa", "00000000000000ea", "00000000000000eb"
+	in := func(kube string, id snapshot.Identity, rev int64, hours int) object {
+		return object{snapshot.ClusterKeyIn(prefix, id, kube, rev, t0.Add(time.Duration(hours)*time.Hour)), snapshotOf('k', 1000+int(rev))}
+	}
+	prodEast := snapshot.Identity{Namespace: "prod", Cluster: "main", ClusterID: 0xe1}
+	prodWest := snapshot.Identity{Namespace: "prod", Cluster: "main", ClusterID: 0xe2}
+	mainAnywhere := snapshot.Identity{Namespace: "prod", Cluster: "main"}
 	for _, tc := range []struct {
 		name     string
 		objs     []object
 		want     snapshot.Identity
+		kube     string
 		at       *etcdv1beta2.PointInTime
 		chosen   string // key; "" when none is
 		skipped  int
@@ -88,6 +98,24 @@ func TestSelect(t *testing.T) {
 			objs: []object{good(prod, 10, 1)}, want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
 			at:  &etcdv1beta2.PointInTime{Revision: 9},
 			why: etcdv1beta2.ReasonNoSuccessfulBackup, inReason: "at or before the point in time revision 9 (1 after it)"},
+		{name: "this Kubernetes cluster's backup, not another's newer one of the same name",
+			objs: []object{in(here, prod, 10, 1), in(east, prodEast, 40, 5)}, want: mainAnywhere, kube: here,
+			chosen: in(here, prod, 10, 1).key},
+		{name: "this Kubernetes cluster's backup over an older one without a Kubernetes identity, while another's shares the prefix",
+			objs: []object{good(prod, 30, 3), in(here, prod, 10, 1), in(east, prodEast, 40, 5)}, want: mainAnywhere, kube: here,
+			chosen: in(here, prod, 10, 1).key},
+		{name: "a newer backup without a Kubernetes identity counts as this one's while no other Kubernetes cluster's is there",
+			objs: []object{good(prod, 30, 3), in(here, prod, 10, 1)}, want: mainAnywhere, kube: here,
+			chosen: good(prod, 30, 3).key},
+		{name: "a rebuilt Kubernetes cluster restores the one other Kubernetes cluster's newest backup",
+			objs: []object{in(east, prodEast, 10, 1), in(east, prodEast, 20, 2), good(prod, 5, 0)}, want: mainAnywhere, kube: here,
+			chosen: in(east, prodEast, 20, 2).key},
+		{name: "two other Kubernetes clusters wrote the name's backups: none chosen, the cluster IDs named",
+			objs: []object{in(east, prodEast, 10, 1), in(west, prodWest, 20, 2)}, want: mainAnywhere, kube: here,
+			why: etcdv1beta2.ReasonNoSuccessfulBackup, inReason: "cluster ID 00000000000000e2 in Kubernetes cluster " + west},
+		{name: "two other Kubernetes clusters: the cluster ID chooses",
+			objs: []object{in(east, prodEast, 10, 1), in(west, prodWest, 20, 2)}, want: prodEast, kube: here,
+			chosen: in(east, prodEast, 10, 1).key},
 		{name: "an empty prefix",
 			want: snapshot.Identity{Namespace: "prod", Cluster: "main"},
 			why:  etcdv1beta2.ReasonNoSuccessfulBackup, inReason: "no backup written by this project"},
@@ -108,7 +136,7 @@ func TestSelect(t *testing.T) {
 				t.Fatal(err)
 			}
 			store := &storage.Store{Backend: b, Location: storage.Location{Type: etcdv1beta2.BackupStorageTypeS3, Bucket: "bkt", Key: prefix}}
-			sel, err := Select(ctx, store, tc.want, t0.Add(24*time.Hour), tc.at)
+			sel, err := Select(ctx, store, tc.want, tc.kube, t0.Add(24*time.Hour), tc.at)
 			if tc.chosen == "" {
 				if err == nil {
 					t.Fatalf("chose %s, want %s", sel.Location, tc.why)

@@ -52,7 +52,7 @@ func (r *Retention) Apply(ctx context.Context, rec record.EventRecorder, obj cli
 // reportLegacy emits a LegacyBackupsKept Warning event on obj when d kept legacy backups and obj
 // was not told yet; when d kept none, it forgets obj, so a later recurrence is reported again.
 func (r *Retention) reportLegacy(rec record.EventRecorder, obj client.Object, where string, d retention.Decision) {
-	if len(d.LegacyKept) == 0 {
+	if len(d.LegacyKept) == 0 && len(d.Unattributed) == 0 {
 		r.warned.Delete(obj.GetUID())
 		return
 	}
@@ -63,8 +63,16 @@ func (r *Retention) reportLegacy(rec record.EventRecorder, obj client.Object, wh
 	for _, id := range d.Others {
 		others = append(others, id.Describe())
 	}
-	rec.Eventf(obj, "Warning", "LegacyBackupsKept",
-		"Retention leaves %d backups without a cluster identity under %s alone (keys written before they named their cluster): "+
-			"backups of other clusters share the prefix (%s), so whose they are cannot be told. Delete them by hand once they are not needed",
-		len(d.LegacyKept), where, strings.Join(others, ", "))
+	if len(d.LegacyKept) > 0 {
+		rec.Eventf(obj, "Warning", "LegacyBackupsKept",
+			"Retention leaves %d backups without a cluster identity under %s alone (keys written before they named their cluster): "+
+				"backups of other clusters share the prefix (%s), so whose they are cannot be told. Delete them by hand once they are not needed",
+			len(d.LegacyKept), where, strings.Join(others, ", "))
+	}
+	if len(d.Unattributed) > 0 {
+		rec.Eventf(obj, "Warning", "LegacyBackupsKept",
+			"Retention leaves %d backups of this cluster's name without a Kubernetes cluster identity under %s alone (keys written before they named their Kubernetes cluster): "+
+				"the same name's backups from other Kubernetes clusters share the prefix (%s), so which Kubernetes cluster wrote them cannot be told. Delete them by hand once they are not needed",
+			len(d.Unattributed), where, strings.Join(d.OtherKubes, ", "))
+	}
 }

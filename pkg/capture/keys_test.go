@@ -67,7 +67,7 @@ func TestSegmentKeysAreNotBackupKeys(t *testing.T) {
 	if got := retention.ParseAt("etcd.backup", infos, now); len(got) != 1 || got[0].Key != backupKey {
 		t.Fatalf("retention.ParseAt = %+v, want only %s", got, backupKey)
 	}
-	b, _, ok := retention.Newest("etcd.backup", infos, now, func(snapshot.Identity) bool { return true })
+	b, _, _, ok := retention.Newest("etcd.backup", infos, now, "", func(snapshot.Identity) bool { return true })
 	if !ok || b.Key != backupKey {
 		t.Fatalf("retention.Newest = %+v, %t, want %s", b, ok, backupKey)
 	}

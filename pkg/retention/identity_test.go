@@ -174,7 +174,7 @@ func TestNewest(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, others, ok := Newest("p", tc.infos, now, ofA)
+			b, others, _, ok := Newest("p", tc.infos, now, "", ofA)
 			if ok != (tc.want != "") || b.Key != tc.want || !slices.Equal(others, tc.others) {
 				t.Fatalf("Newest = %q, %v, %t; want %q, %v", b.Key, others, ok, tc.want, tc.others)
 			}

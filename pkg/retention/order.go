@@ -59,24 +59,35 @@ func ParseAt(prefix string, infos []backend.ObjectInfo, now time.Time) []Backup 
 	return out
 }
 
-// Newest returns the newest backup under prefix whose identity match accepts. When none does
-// and no tagged backup at all is under the prefix, it returns the newest legacy backup (a
-// prefix used before keys carried identities). ok is false when there is nothing to return;
-// others then lists the identities of the tagged backups found (the clusters they belong to).
-func Newest(prefix string, infos []backend.ObjectInfo, now time.Time, match func(snapshot.Identity) bool) (b Backup, others []snapshot.Identity, ok bool) {
+// Newest returns the newest backup under prefix whose identity match accepts, for a restore
+// running in the Kubernetes cluster kube ("" unknown): among the matching backups, the newest
+// that PreferKube leaves (ambiguous: none, and kubes names the Kubernetes clusters that wrote
+// them). When none matches and no tagged backup at all is under the prefix, it returns the
+// newest legacy backup (a prefix used before keys carried identities). ok is false when there
+// is nothing to return; others then lists the identities of the tagged backups found (the
+// clusters they belong to).
+func Newest(prefix string, infos []backend.ObjectInfo, now time.Time, kube string, match func(snapshot.Identity) bool) (b Backup, others []snapshot.Identity, kubes []string, ok bool) {
 	var legacy *Backup
+	var matching []Backup
 	for _, x := range ParseAt(prefix, infos, now) {
 		switch {
 		case x.Tagged() && match(x.Identity):
-			return x, nil, true
+			matching = append(matching, x)
 		case x.Tagged():
 			others = appendIdentity(others, x.Identity)
 		case legacy == nil:
 			legacy = &x
 		}
 	}
-	if legacy != nil && len(others) == 0 {
-		return *legacy, nil, true
+	if len(matching) > 0 {
+		picked, kubes := PreferKube(matching, kube)
+		if len(picked) == 0 {
+			return Backup{}, nil, kubes, false
+		}
+		return picked[0], nil, nil, true
 	}
-	return Backup{}, others, false
+	if legacy != nil && len(others) == 0 {
+		return *legacy, nil, nil, true
+	}
+	return Backup{}, others, nil, false
 }

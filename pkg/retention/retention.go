@@ -36,6 +36,11 @@ type Request struct {
 	// Backups of other clusters are never deleted; legacy backups (keys without an identity)
 	// only while no other cluster's tagged backup shares the prefix.
 	Owner snapshot.Identity
+	// Kube is the Kubernetes cluster the owner's backup was written in (snapshot.KeyInfo.Kube;
+	// "" unknown). The owner's name in another Kubernetes cluster is another cluster: its
+	// backups are never deleted, and while any share the prefix, the owner's backups without a
+	// Kubernetes identity are kept (Unattributed).
+	Kube string
 	// Protect is a key that is never deleted (the backup just written).
 	Protect string
 	Policy  Policy
@@ -50,8 +55,16 @@ type Decision struct {
 	// LegacyKept are legacy keys left alone because backups of other clusters share the prefix:
 	// which cluster they belong to cannot be told.
 	LegacyKept []string
-	// Others are the identities of the other clusters with backups under the prefix.
+	// Unattributed are backups of the owner's namespace and name without a Kubernetes cluster
+	// identity, left alone because the same name's backups from another Kubernetes cluster share
+	// the prefix: which Kubernetes cluster wrote them cannot be told.
+	Unattributed []string
+	// Others are the identities of the other clusters with backups under the prefix (the
+	// owner's name in another Kubernetes cluster among them).
 	Others []snapshot.Identity
+	// OtherKubes are the Kubernetes clusters other than the owner's whose backups of the
+	// owner's namespace and name share the prefix.
+	OtherKubes []string
 }
 
 // Select returns what to delete among infos (a listing of req.Prefix): the owner's backups
@@ -64,11 +77,21 @@ func Select(req Request, infos []backend.ObjectInfo) Decision {
 		return d
 	}
 	all := ParseAt(req.Prefix, infos, req.Now)
+	var same []Backup
+	for _, b := range all {
+		if b.Tagged() && req.Owner.Same(b.Identity) {
+			same = append(same, b)
+		}
+	}
+	d.OtherKubes = otherKubes(same, req.Kube)
+	foreign := len(d.OtherKubes) > 0
 	var own, legacy []Backup
 	for _, b := range all {
 		switch {
-		case b.Tagged() && req.Owner.Same(b.Identity):
+		case b.Tagged() && req.Owner.Same(b.Identity) && ownKube(b, req.Kube, foreign):
 			own = append(own, b)
+		case b.Tagged() && req.Owner.Same(b.Identity) && b.Kube == "":
+			d.Unattributed = append(d.Unattributed, b.Key)
 		case b.Tagged():
 			d.Others = appendIdentity(d.Others, b.Identity)
 		default:

@@ -66,7 +66,31 @@ func (id Identity) Describe() string {
 // key. Keys under one prefix sort by time in string order; retention parses them with ParseKey
 // instead of relying on string order. id must be Tagged, with a cluster name or UnknownCluster.
 func ClusterKey(prefix string, id Identity, rev int64, t time.Time) string {
-	return fmt.Sprintf("%s_%s_%s_%0*x", ObjectKey(prefix, rev, t), id.Namespace, id.Cluster, clusterIDDigits, id.ClusterID)
+	return ClusterKeyIn(prefix, id, "", rev, t)
+}
+
+// ClusterKeyIn is ClusterKey for a cluster of the Kubernetes cluster kube (a KubeID; "" unknown,
+// which is ClusterKey): the key ends in _k<kube>, for example
+// etcd.backup_20260101T020000Z_v00000000000000012345_prod_main_8e9e05c52164694d_k3f2a9c1e0b7d4a65.
+// Two Kubernetes clusters may run a cluster of the same namespace and name backing up under
+// one prefix; the suffix lets retention and the choice of the newest backup tell theirs apart
+// (issue 30 item 5). kube must be "" or IsKubeID.
+func ClusterKeyIn(prefix string, id Identity, kube string, rev int64, t time.Time) string {
+	key := fmt.Sprintf("%s_%s_%s_%0*x", ObjectKey(prefix, rev, t), id.Namespace, id.Cluster, clusterIDDigits, id.ClusterID)
+	if kube != "" {
+		key += "_k" + kube
+	}
+	return key
+}
+
+// KubeIDDigits is the length of a KubeID: lowercase hex digits.
+const KubeIDDigits = 16
+
+// IsKubeID reports whether s is a Kubernetes cluster identity as backup keys carry it:
+// KubeIDDigits lowercase hex digits (internal/kubeid derives it from the kube-system
+// namespace's UID).
+func IsKubeID(s string) bool {
+	return len(s) == KubeIDDigits && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // ObjectKey returns a legacy key, without the cluster's identity:
@@ -103,6 +127,10 @@ type KeyInfo struct {
 	// Coreos is true for a key coreos/etcd-operator's periodic backup wrote (CoreosKey): a
 	// legacy key, without identity.
 	Coreos bool
+	// Kube is the Kubernetes cluster the backup operator that wrote the key ran in (a KubeID,
+	// see ClusterKeyIn); "" for keys written without one (before keys carried it, or by an
+	// operator that could not read it).
+	Kube string
 }
 
 // ParseKey parses a key written by ClusterKey or ObjectKey under prefix. ok is false for any key
@@ -125,7 +153,13 @@ func SplitKey(key string) (string, KeyInfo, bool) {
 	}
 	var info KeyInfo
 	rest := key
-	if head, id, ok := cutIdentity(key); ok {
+	if head, kube, ok := cutLast(key); ok && len(kube) == 1+KubeIDDigits && kube[0] == 'k' && IsKubeID(kube[1:]) {
+		// A Kubernetes cluster identity comes only after a cluster identity.
+		if rest, info.Identity, ok = cutIdentity(head); !ok {
+			return "", KeyInfo{}, false
+		}
+		info.Kube = kube[1:]
+	} else if head, id, ok := cutIdentity(key); ok {
 		rest, info.Identity = head, id
 	}
 	// rest is <prefix>_<timestamp>_v<revision>.

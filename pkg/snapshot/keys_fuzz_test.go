@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,15 @@ func FuzzClusterKey(f *testing.F) {
 			t.Fatalf("ParseKey(%q, %q) = %+v under another prefix", prefix+"x", key, info)
 		}
 
+		// The same key in a known Kubernetes cluster.
+		kube := fmt.Sprintf("%016x", clusterID^uint64(rev))
+		inKube := want
+		inKube.Kube = kube
+		key = ClusterKeyIn(prefix, id, kube, rev, at)
+		if info, ok := ParseKey(prefix, key); !ok || !sameKeyInfo(info, inKube) {
+			t.Fatalf("ParseKey(%q, %q) = %+v, %t; want %+v", prefix, key, info, ok, inKube)
+		}
+
 		legacy := ObjectKey(prefix, rev, at)
 		want.Identity = Identity{}
 		if info, ok := ParseKey(prefix, legacy); !ok || !sameKeyInfo(info, want) || info.Tagged() {
@@ -100,6 +110,11 @@ func FuzzSplitKey(f *testing.F) {
 		good + "_NS_a_0000000000000001",
 		good + "_ns__0000000000000001",
 		good + "_ns_a_0000000000000001_x",
+		good + "_ns_a_0000000000000001_k0123456789abcdef",
+		good + "_k0123456789abcdef",
+		good + "_ns_a_0000000000000001_k0123456789ABCDEF",
+		good + "_ns_a_0000000000000001_k0123456789abcde",
+		good + "_ns_a_0000000000000001_k0123456789abcdef_k0123456789abcdef",
 	} {
 		f.Add(key)
 	}
@@ -117,7 +132,7 @@ func FuzzSplitKey(f *testing.F) {
 		again := ObjectKey(prefix, info.Revision, info.Time)
 		switch {
 		case info.Tagged():
-			again = ClusterKey(prefix, info.Identity, info.Revision, info.Time)
+			again = ClusterKeyIn(prefix, info.Identity, info.Kube, info.Revision, info.Time)
 		case info.Coreos:
 			again = CoreosKey(prefix, info.Revision, info.Time)
 		}
@@ -144,5 +159,5 @@ func fuzzName(s string) string {
 }
 
 func sameKeyInfo(a, b KeyInfo) bool {
-	return a.Time.Equal(b.Time) && a.Revision == b.Revision && a.Identity == b.Identity
+	return a.Time.Equal(b.Time) && a.Revision == b.Revision && a.Identity == b.Identity && a.Kube == b.Kube && a.Coreos == b.Coreos
 }

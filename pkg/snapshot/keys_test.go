@@ -149,6 +149,28 @@ func TestKeysOfTwoClustersDiffer(t *testing.T) {
 	}
 }
 
+// TestKeysOfTwoKubernetesClustersDiffer (issue 30 item 5): the same namespace and cluster name
+// backed up in two Kubernetes clusters at the same revision and second get two keys, each
+// naming its Kubernetes cluster, and a key without one still parses.
+func TestKeysOfTwoKubernetesClustersDiffer(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	id := Identity{Namespace: "etcd", Cluster: "main", ClusterID: 0x11}
+	east := ClusterKeyIn("shared/etcd.backup", id, "00000000000000ea", 7, at)
+	west := ClusterKeyIn("shared/etcd.backup", id, "00000000000000eb", 7, at)
+	if east == west {
+		t.Fatalf("keys collide: %s", east)
+	}
+	for key, kube := range map[string]string{east: "00000000000000ea", west: "00000000000000eb", ClusterKey("shared/etcd.backup", id, 7, at): ""} {
+		info, ok := ParseKey("shared/etcd.backup", key)
+		if !ok || info.Identity != id || info.Kube != kube || info.Revision != 7 {
+			t.Errorf("ParseKey(%q) = %+v, %t; want %v in Kubernetes cluster %q", key, info, ok, id, kube)
+		}
+	}
+	if want := "shared/etcd.backup_20260101T000000Z_v00000000000000000007_etcd_main_0000000000000011_k00000000000000ea"; east != want {
+		t.Errorf("ClusterKeyIn = %q, want %q", east, want)
+	}
+}
+
 func TestIdentitySame(t *testing.T) {
 	id := func(ns, c string, cid uint64) Identity { return Identity{Namespace: ns, Cluster: c, ClusterID: cid} }
 	for _, tc := range []struct {

@@ -82,17 +82,8 @@ func TestChartRender(t *testing.T) {
 					cm.Metadata.Labels, data == strings.TrimRight(string(dashboard), "\n"))
 			}
 		}},
-		{"excludeNamespaces", []string{`excludeNamespaces=team-a\,team-b`}, func(t *testing.T, objs []object) {
-			deps := ofKind(objs, "Deployment")
-			if len(deps) != 3 {
-				t.Fatalf("%d Deployments rendered, want 3", len(deps))
-			}
-			for _, d := range deps {
-				if args := containerArgs(d); !slices.Contains(args, "--exclude-namespace=team-a,team-b") {
-					t.Errorf("Deployment %s args %v lack --exclude-namespace=team-a,team-b", d.Metadata.Name, args)
-				}
-			}
-		}},
+		{"excludeNamespaces", []string{`excludeNamespaces=team-a\,team-b`}, everyOperatorHas("--exclude-namespace=team-a,team-b")},
+		{"kubernetesClusterID", []string{`kubernetesClusterID=prod east`}, everyOperatorHas("--kubernetes-cluster-id=prod east")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,4 +254,19 @@ func readYAML(t *testing.T, path string, into any) {
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// everyOperatorHas checks that the three operator Deployments are rendered, each with arg.
+func everyOperatorHas(arg string) func(*testing.T, []object) {
+	return func(t *testing.T, objs []object) {
+		deps := ofKind(objs, "Deployment")
+		if len(deps) != 3 {
+			t.Fatalf("%d Deployments rendered, want 3", len(deps))
+		}
+		for _, d := range deps {
+			if args := containerArgs(d); !slices.Contains(args, arg) {
+				t.Errorf("Deployment %s args %v lack %s", d.Metadata.Name, args, arg)
+			}
+		}
+	}
 }

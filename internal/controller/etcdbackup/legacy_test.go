@@ -72,8 +72,22 @@ func TestLegacyBackupsAmbiguous(t *testing.T) {
 	store := putObjects(t, ns, &b.Spec, append(slices.Clone(legacy), othersKey)...)
 	create(t, b)
 
+	seen := waitRounds(t, b, 3)
+	keys := listKeys(t, store, "mixed/")
+	for _, k := range append(legacy, othersKey) {
+		if !slices.Contains(keys, k) {
+			t.Fatalf("%s was deleted; left %v", k, keys)
+		}
+	}
+	checkLegacyKeptOnce(t, ns, "periodic", ns+"/other", len(seen))
+}
+
+// waitRounds waits for n distinct successful backups of periodic EtcdBackup b and returns their
+// locations.
+func waitRounds(t *testing.T, b *etcdv1beta2.EtcdBackup, n int) map[string]bool {
+	t.Helper()
 	seen := map[string]bool{}
-	testutil.Eventually(t, 30*time.Second, "three rounds", func() (bool, string) {
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%d rounds", n), func() (bool, string) {
 		got := &etcdv1beta2.EtcdBackup{}
 		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(b), got); err != nil {
 			return false, err.Error()
@@ -81,29 +95,30 @@ func TestLegacyBackupsAmbiguous(t *testing.T) {
 		if got.Status.Succeeded {
 			seen[got.Status.Location] = true
 		}
-		return len(seen) >= 3, fmt.Sprint(len(seen))
+		return len(seen) >= n, fmt.Sprint(len(seen))
 	})
-	keys := listKeys(t, store, "mixed/")
-	for _, k := range append(legacy, othersKey) {
-		if !slices.Contains(keys, k) {
-			t.Fatalf("%s was deleted; left %v", k, keys)
-		}
-	}
+	return seen
+}
+
+// checkLegacyKeptOnce checks that EtcdBackup name got exactly one LegacyBackupsKept Warning
+// event over its runs, naming naming.
+func checkLegacyKeptOnce(t *testing.T, ns, name, naming string, runs int) {
+	t.Helper()
 	var count int32
 	events := &corev1.EventList{}
 	if err := k8s.List(t.Context(), events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ev := range events.Items {
-		if ev.Reason == "LegacyBackupsKept" && ev.InvolvedObject.Name == "periodic" {
+		if ev.Reason == "LegacyBackupsKept" && ev.InvolvedObject.Name == name {
 			count += max(ev.Count, 1)
-			if !strings.Contains(ev.Message, ns+"/other") || ev.Type != corev1.EventTypeWarning {
-				t.Fatalf("event %s %q does not name the other cluster", ev.Type, ev.Message)
+			if !strings.Contains(ev.Message, naming) || ev.Type != corev1.EventTypeWarning {
+				t.Fatalf("event %s %q does not name %s", ev.Type, ev.Message, naming)
 			}
 		}
 	}
 	if count != 1 {
-		t.Fatalf("%d LegacyBackupsKept events over %d runs, want 1", count, len(seen))
+		t.Fatalf("%d LegacyBackupsKept events over %d runs, want 1", count, runs)
 	}
 }
 

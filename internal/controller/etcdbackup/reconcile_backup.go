@@ -68,14 +68,17 @@ func (r *Reconciler) backup(ctx context.Context, obj *etcdv1beta2.EtcdBackup) (*
 	}
 	limit := r.Options.HashKVCheckMaxSize
 	cfg.CheckHashKV = limit > 0 && m.DbSize <= limit
-	// The key of a prefixed backup names the cluster it came from, so clusters sharing a
-	// prefix never write the same key and retention can tell their backups apart.
+	// The key of a prefixed backup names the cluster it came from and the Kubernetes cluster it
+	// runs in, so clusters sharing a prefix never write the same key and retention can tell
+	// their backups apart.
 	var id snapshot.Identity
 	if spec.IsPrefixPath() {
 		if id, err = backuptarget.Identity(ctx, r.Client, obj.Namespace, spec, m.ClusterID); err != nil {
 			return nil, err
 		}
-		cfg.Key = func(rev int64, start time.Time) string { return snapshot.ClusterKey(store.Key, id, rev, start) }
+		cfg.Key = func(rev int64, start time.Time) string {
+			return snapshot.ClusterKeyIn(store.Key, id, r.Options.KubeID, rev, start)
+		}
 	}
 	res, err := snapshot.TakeFrom(ctx, cfg, m, store)
 	if err != nil {

@@ -11,11 +11,12 @@ import (
 
 // applyRetention deletes the oldest backups of cluster owner under the prefix beyond
 // maxBackups, never protect (the backup just written). Backups of other clusters sharing the
-// prefix are never touched.
+// prefix, the same name's in another Kubernetes cluster among them, are never touched.
 func (r *Reconciler) applyRetention(ctx context.Context, obj *etcdv1beta2.EtcdBackup, store *storage.Store, owner snapshot.Identity, protect string) {
 	r.retention.Apply(ctx, r.Recorder, obj, store, retention.Request{
 		Prefix:  store.Key,
 		Owner:   owner,
+		Kube:    r.Options.KubeID,
 		Protect: protect,
 		Policy:  retention.Policy{MaxBackups: int(obj.Spec.BackupPolicy.MaxBackups)},
 		Now:     r.now(),

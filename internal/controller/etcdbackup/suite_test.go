@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/kubeid"
 	"github.com/etcd-operator/etcd-operator/internal/options"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -28,11 +29,16 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	return testutil.RunManagerSuite(m, func(_ context.Context, env *testutil.Env, mgr ctrl.Manager) error {
+	return testutil.RunManagerSuite(m, func(ctx context.Context, env *testutil.Env, mgr ctrl.Manager) error {
 		k8s = env.Client
 		opts := options.New("backup-operator")
 		opts.EtcdDialTimeout, opts.EtcdRequestTimeout = 2*time.Second, 2*time.Second
 		opts.AllowedEtcdEndpoints = []string{"127.0.0.1"} // the tests' etcd runs on loopback
+		// As manager.Run reads it: this kube-apiserver's kube-system namespace.
+		var err error
+		if opts.KubeID, err = kubeid.Lookup(ctx, env.Client, ""); err != nil {
+			return err
+		}
 		r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(opts.Binary), Options: opts, RetryBackoff: time.Second}
 		if err := SetupMetrics(mgr, opts); err != nil {
 			return err

@@ -165,7 +165,7 @@ func newestBackup(t *testing.T, store *storage.Store, prefix string, id snapshot
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, ok := retention.Newest(prefix, infos, time.Now(), func(x snapshot.Identity) bool { return x == id })
+	b, _, _, ok := retention.Newest(prefix, infos, time.Now(), "", func(x snapshot.Identity) bool { return x == id })
 	if !ok {
 		t.Fatalf("no backup of %s under %s", id.Describe(), prefix)
 	}

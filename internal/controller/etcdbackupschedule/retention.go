@@ -42,7 +42,7 @@ func (r *Reconciler) applyRetention(ctx context.Context, s *etcdv1beta2.EtcdBack
 		req.Protect = key
 		// Without an identity (a key of an older operator) only legacy backups are considered.
 		if info, ok := snapshot.ParseKey(store.Key, key); ok {
-			req.Owner = info.Identity
+			req.Owner, req.Kube = info.Identity, info.Kube
 		}
 	}
 	r.retention.Apply(ctx, r.Recorder, s, store, req)

@@ -88,7 +88,7 @@ func (r *Reconciler) selectBackup(ctx context.Context, c *etcdv1beta2.EtcdCluste
 			var ch choice
 			loc, rev := base.Loc, src.Revision
 			if newest {
-				if ch.selected, err = restoreboot.Select(ctx, store, want, now, src.PointInTime); err != nil {
+				if ch.selected, err = restoreboot.Select(ctx, store, want, r.Options.KubeID, now, src.PointInTime); err != nil {
 					return nil, err
 				}
 				if loc, err = loc.At(ch.selected.Location); err != nil {

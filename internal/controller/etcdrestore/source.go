@@ -136,7 +136,7 @@ func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore)
 	if err != nil {
 		return nil, reason.Transient(etcdv1beta2.ReasonStorageUnreachable, fmt.Errorf("listing backups under %s: %w", loc.URL(), err))
 	}
-	b, err := newestOf(rs, loc.Key, loc.URL(), objs, r.now())
+	b, err := newestOf(rs, loc.Key, loc.URL(), r.Options.KubeID, objs, r.now())
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,11 @@ func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore)
 // and rs is a restore into a scratch cluster, of its clusterTemplate; else, only when no other
 // cluster's backup is under the prefix, the newest legacy backup (written before keys named
 // their cluster). Never another cluster's backup.
-func newestOf(rs *etcdv1beta2.EtcdRestore, prefix, where string, objs []backend.ObjectInfo, now time.Time) (retention.Backup, error) {
+//
+// kube is the Kubernetes cluster the operator runs in: the cluster's backups written there are
+// chosen first, else those of the one other Kubernetes cluster that wrote its backups; two or
+// more such Kubernetes clusters are refused (retention.PreferKube).
+func newestOf(rs *etcdv1beta2.EtcdRestore, prefix, where, kube string, objs []backend.ObjectInfo, now time.Time) (retention.Backup, error) {
 	names := []string{rs.Spec.EtcdCluster.Name}
 	if t := rs.Spec.ClusterTemplate; t != nil {
 		names = append(names, t.Name)
@@ -166,11 +170,16 @@ func newestOf(rs *etcdv1beta2.EtcdRestore, prefix, where string, objs []backend.
 	}
 	var others []snapshot.Identity
 	for _, name := range names {
-		b, found, ok := retention.Newest(prefix, objs, now, func(id snapshot.Identity) bool {
+		b, found, kubes, ok := retention.Newest(prefix, objs, now, kube, func(id snapshot.Identity) bool {
 			return id.Namespace == rs.Namespace && id.Cluster == name
 		})
 		if ok {
 			return b, nil
+		}
+		if len(kubes) > 0 {
+			return retention.Backup{}, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup,
+				"the backups of EtcdCluster %s/%s under %s were written in %d other Kubernetes clusters (%s) and none in this one: which is meant cannot be told; name the object with backupSelection Exact",
+				rs.Namespace, name, where, len(kubes), strings.Join(kubes, ", "))
 		}
 		others = found
 	}

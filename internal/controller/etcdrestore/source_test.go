@@ -88,7 +88,7 @@ func TestNewestOf(t *testing.T) {
 				rs.Spec.EtcdCluster.Name = "scratch"
 				rs.Spec.ClusterTemplate = &etcdv1beta2.EtcdClusterRef{Name: tc.template}
 			}
-			got, err := newestOf(rs, "shared/etcd.backup", "S3://bucket/shared/etcd.backup", tc.objs, now)
+			got, err := newestOf(rs, "shared/etcd.backup", "S3://bucket/shared/etcd.backup", "", tc.objs, now)
 			if tc.want != "" {
 				if err != nil || got.Key != tc.want {
 					t.Fatalf("newestOf = %q, %v; want %q", got.Key, err, tc.want)

@@ -74,7 +74,10 @@ type RestoreSource struct {
 	// of is the cluster whose backups a Newest selection considers, as the backup keys record
 	// it. Unset: this EtcdCluster's namespace and name, any cluster ID. Backups of other
 	// clusters under the prefix are never chosen; backups written before keys carried a cluster
-	// (legacy keys) only when no other cluster's backup shares the prefix.
+	// (legacy keys) only when no other cluster's backup shares the prefix. Of the backups of
+	// that namespace and name, those written in the operator's own Kubernetes cluster come
+	// first; without any, those of the one other Kubernetes cluster that wrote them; when two
+	// or more did, none is chosen until clusterID names one (docs/backups.md, "Object keys").
 	// +optional
 	Of *BackupIdentity `json:"of,omitempty"`
 	// sha256 is the hex sha256 of the whole object (an EtcdBackup's status.sha256). Set it to
