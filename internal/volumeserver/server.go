@@ -94,7 +94,7 @@ func Serve(ctx context.Context, o Options, ln net.Listener, log *slog.Logger) er
 	}
 	defer b.Close()
 	if ln == nil {
-		if ln, err = net.Listen("tcp", o.Listen); err != nil {
+		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", o.Listen); err != nil {
 			return err
 		}
 	}

@@ -107,7 +107,7 @@ func TestBodyCutAtAChunkBoundaryLeavesNothing(t *testing.T) {
 // rawPut sends a chunked PUT with body and, when set, a trailer, and returns the status.
 func rawPut(t *testing.T, endpoint, key, body, trailer string) int {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(endpoint, "http://"))
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(endpoint, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func (s *shrinkOnGet) Get(ctx context.Context, key string) (io.ReadCloser, error
 	if err != nil {
 		return nil, err
 	}
-	info, _ := s.Backend.Stat(ctx, key)
+	info, _ := s.Stat(ctx, key)
 	return struct {
 		io.Reader
 		io.Closer
