@@ -135,6 +135,8 @@ type backupObject struct {
 	Owner *backupOwner `json:"owner,omitempty"`
 	// Prefix is the key's prefix when it is not the listed one (otherPrefix).
 	Prefix string `json:"prefix,omitempty"`
+	// Coreos is true for a key coreos/etcd-operator's periodic backup wrote (a legacy key).
+	Coreos bool `json:"coreos,omitempty"`
 }
 
 // backupOwner is the identity in a backup key.
@@ -167,7 +169,7 @@ func listBackups(objs []backend.ObjectInfo, location, from, prefix string, self 
 	for _, o := range objs {
 		b := backupObject{Key: o.Key, Size: o.Size, Match: matchNotBackup}
 		if p, info, ok := snapshot.SplitKey(o.Key); ok {
-			b.Time, b.Revision = &metav1.Time{Time: info.Time}, info.Revision
+			b.Time, b.Revision, b.Coreos = &metav1.Time{Time: info.Time}, info.Revision, info.Coreos
 			if info.Tagged() {
 				b.Owner = &backupOwner{Namespace: info.Namespace, Cluster: info.Cluster, ClusterID: fmt.Sprintf("%016x", info.ClusterID), KubernetesCluster: info.Kube}
 			}
@@ -198,6 +200,9 @@ func writeBackups(w io.Writer, l *backupList, now time.Time) {
 			continue
 		}
 		mark, who := "?", "legacy (no cluster identity)"
+		if b.Coreos {
+			who = "coreos periodic backup (no cluster identity)"
+		}
 		if b.Owner != nil {
 			who = b.Owner.describe()
 		}

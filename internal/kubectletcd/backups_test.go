@@ -57,6 +57,7 @@ func TestBackups(t *testing.T) {
 		"other cluster":            snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: ns, Cluster: "other", ClusterID: 0xcc}, 300, now.Add(-time.Hour)),
 		"other namespace":          snapshot.ClusterKey(prefix, snapshot.Identity{Namespace: "staging", Cluster: "main", ClusterID: 0xbb}, 400, now.Add(-time.Hour)),
 		"legacy":                   snapshot.ObjectKey(prefix, 50, now.Add(-72*time.Hour)),
+		"coreos":                   snapshot.CoreosKey(prefix, 40, now.Add(-96*time.Hour)),
 		"foreign":                  prefix + "/README.txt",
 	}
 	for what, key := range keys {
@@ -70,7 +71,7 @@ func TestBackups(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.err)
 	}
 	t.Log("\n" + r.out)
-	mustContain(t, r.out, "S3://"+bucket.Name+"/etcd/backup (storage of etcdbackupschedule/nightly), 8 objects", "* = a backup of "+ns+"/main (3)")
+	mustContain(t, r.out, "S3://"+bucket.Name+"/etcd/backup (storage of etcdbackupschedule/nightly), 9 objects", "* = a backup of "+ns+"/main (3)")
 	for what, want := range map[string]string{
 		"before re-creation":       "* 2026-11-25T12:00:00Z 2d 100 2.0 KiB " + ns + "/main (cluster ID 00000000000000aa)",
 		"this cluster":             "* 2026-11-27T10:00:00Z 120m 200 2.0 KiB " + ns + "/main (cluster ID 00000000000000bb)",
@@ -79,6 +80,7 @@ func TestBackups(t *testing.T) {
 		"other cluster":            "! 2026-11-27T11:00:00Z 60m 300 2.0 KiB OTHER: " + ns + "/other",
 		"other namespace":          "! 2026-11-27T11:00:00Z 60m 400 2.0 KiB OTHER: staging/main",
 		"legacy":                   "? 2026-11-24T12:00:00Z 3d 50 2.0 KiB legacy (no cluster identity)",
+		"coreos":                   "? 2026-11-23T12:00:00Z 4d 40 2.0 KiB coreos periodic backup (no cluster identity)",
 		"foreign":                  "? - - - 2.0 KiB not a backup key",
 	} {
 		if l := squash(line(r.out, keys[what])); !strings.Contains(l, want) {
@@ -92,7 +94,7 @@ func TestBackups(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("-o %s: exit %d: %s", format, r.code, r.err)
 		}
-		if !strings.Contains(r.err, "(storage of etcdbackupschedule/nightly), 8 objects") {
+		if !strings.Contains(r.err, "(storage of etcdbackupschedule/nightly), 9 objects") {
 			t.Errorf("-o %s: stderr %q, want the heading", format, r.err)
 		}
 		t.Log("\n" + r.out)
@@ -121,6 +123,7 @@ func TestBackups(t *testing.T) {
 			"other cluster":            {matchOther, 300, now.Add(-time.Hour), "other", "00000000000000cc"},
 			"other namespace":          {matchOther, 400, now.Add(-time.Hour), "main", "00000000000000bb"},
 			"legacy":                   {matchLegacy, 50, now.Add(-72 * time.Hour), "", ""},
+			"coreos":                   {matchLegacy, 40, now.Add(-96 * time.Hour), "", ""},
 			"foreign":                  {matchNotBackup, 0, time.Time{}, "", ""},
 		} {
 			b, ok := byKey[keys[what]]
@@ -128,6 +131,8 @@ func TestBackups(t *testing.T) {
 			case !ok:
 				t.Errorf("-o %s: %s (%s) missing", format, what, keys[what])
 				continue
+			case b.Coreos != (what == "coreos"):
+				t.Errorf("-o %s: %s coreos = %t", format, what, b.Coreos)
 			case b.Match != want.match || b.Revision != want.revision || b.Size != 2048:
 				t.Errorf("-o %s: %s = %+v, want %s, revision %d, 2048 bytes", format, what, b, want.match, want.revision)
 			case want.taken.IsZero() != (b.Time == nil) || (b.Time != nil && !b.Time.Time.Equal(want.taken)):
