@@ -98,7 +98,8 @@ func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, k
 	if len(candidates) == 0 && len(others) == 0 {
 		candidates = legacy
 	}
-	if picked, kubes := retention.PreferKube(candidates, kube); len(kubes) > 0 {
+	picked, kubes := retention.PreferKube(candidates, kube)
+	if len(kubes) > 0 {
 		ids := make([]string, 0, len(candidates))
 		for _, b := range candidates {
 			if d := fmt.Sprintf("cluster ID %016x in Kubernetes cluster %s", b.ClusterID, b.Kube); b.Kube != "" && !slices.Contains(ids, d) {
@@ -108,9 +109,8 @@ func Select(ctx context.Context, store *storage.Store, want snapshot.Identity, k
 		return nil, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup,
 			"the backups of %s under %s were written in %d other Kubernetes clusters (%s) and none in this one: which is meant cannot be told; set bootstrap.restore.source.of.clusterID to the cluster ID of the one to restore",
 			describe(want), store.URL(), len(kubes), strings.Join(ids, "; "))
-	} else {
-		candidates = picked
 	}
+	candidates = picked
 	if len(candidates) == 0 {
 		if late > 0 && len(others) == 0 {
 			return nil, reason.Errorf(etcdv1beta2.ReasonNoSuccessfulBackup, "no backup under %s was taken at or before the point in time %s (%d after it)", store.URL(), Target(at), late)
