@@ -38,6 +38,9 @@ func otherKubes(bs []Backup, kube string) []string {
 //     told. kubes then names them.
 func PreferKube(bs []Backup, kube string) (picked []Backup, kubes []string) {
 	others := otherKubes(bs, kube)
+	if len(others) == 0 {
+		return bs, nil // this Kubernetes cluster's, and keys without an identity are its earlier ones
+	}
 	for _, b := range bs {
 		if kube != "" && b.Kube == kube {
 			picked = append(picked, b)
@@ -45,12 +48,8 @@ func PreferKube(bs []Backup, kube string) (picked []Backup, kubes []string) {
 	}
 	switch {
 	case len(picked) > 0:
-		if len(others) == 0 {
-			// Keys without an identity are this Kubernetes cluster's earlier backups.
-			picked = slices.DeleteFunc(slices.Clone(bs), func(b Backup) bool { return b.Kube != kube && b.Kube != "" })
-		}
 		return picked, nil
-	case len(others) <= 1:
+	case len(others) == 1:
 		return bs, nil
 	default:
 		return nil, others
