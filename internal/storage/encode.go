@@ -49,7 +49,7 @@ func Decode(s string) (Location, error) {
 // knownType reports whether t is a storage type of the API.
 func knownType(t etcdv1beta2.BackupStorageType) bool {
 	switch t {
-	case etcdv1beta2.BackupStorageTypeS3, etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
+	case etcdv1beta2.BackupStorageTypeS3, etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS, etcdv1beta2.BackupStorageTypePVC:
 		return true
 	}
 	return false

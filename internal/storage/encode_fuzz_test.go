@@ -10,7 +10,7 @@ import (
 )
 
 var storageTypes = []etcdv1beta2.BackupStorageType{
-	etcdv1beta2.BackupStorageTypeS3, etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS,
+	etcdv1beta2.BackupStorageTypeS3, etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS, etcdv1beta2.BackupStorageTypePVC,
 }
 
 // validLocation reports whether Decode must accept l: a known store, a bucket and a key, and a

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/etcd-operator/etcd-operator/internal/backupvolume"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/factory"
@@ -72,8 +73,15 @@ func FromSource(typ etcdv1beta2.BackupStorageType, src etcdv1beta2.BackupSource)
 			return Location{}, missingBlock(typ, "oss")
 		}
 		path, l.Secret, l.Endpoint, ca = src.OSS.Path, src.OSS.OSSSecret, src.OSS.Endpoint, src.OSS.EndpointCA
+	case etcdv1beta2.BackupStorageTypePVC:
+		if src.PVC == nil {
+			return Location{}, missingBlock(typ, "pvc")
+		}
+		// The claim is the bucket; its server's Secret (URL, token, pinned certificate) the
+		// credentials, made by the backup operator, never named in a spec.
+		path, l.Secret = src.PVC.ClaimName+"/"+src.PVC.Path, backupvolume.Name(src.PVC.ClaimName)
 	default:
-		return Location{}, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "unknown storage type %q, want S3, ABS, GCS or OSS", typ)
+		return Location{}, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "unknown storage type %q, want S3, ABS, GCS, OSS or PVC", typ)
 	}
 	if ca != nil {
 		l.CA = ca.DeepCopy()
@@ -109,6 +117,8 @@ func (l Location) Block() etcdv1beta2.BackupSource {
 		src.GCS = &etcdv1beta2.GCSSource{Path: path, GCPSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}
 	case etcdv1beta2.BackupStorageTypeOSS:
 		src.OSS = &etcdv1beta2.OSSSource{Path: path, OSSSecret: l.Secret, Endpoint: l.Endpoint, EndpointCA: ca}
+	case etcdv1beta2.BackupStorageTypePVC:
+		src.PVC = &etcdv1beta2.PVCSource{ClaimName: l.Bucket, Path: l.Key}
 	default:
 		return etcdv1beta2.BackupSource{}
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/etcd-operator/etcd-operator/internal/backupvolume"
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -42,6 +43,9 @@ func sources() map[string]struct {
 		"oss, CA": {etcdv1beta2.BackupStorageTypeOSS,
 			etcdv1beta2.BackupSource{OSS: &etcdv1beta2.OSSSource{Path: "bk/nightly", OSSSecret: "oss", EndpointCA: ca}},
 			Location{Type: "OSS", Bucket: "bk", Key: "nightly", Secret: "oss", CA: ca}},
+		"pvc, the server's Secret": {etcdv1beta2.BackupStorageTypePVC,
+			etcdv1beta2.BackupSource{PVC: &etcdv1beta2.PVCSource{ClaimName: "etcd-backups", Path: "team/nightly"}, Encryption: &etcdv1beta2.BackupEncryption{SecretName: "age-keys"}},
+			Location{Type: "PVC", Bucket: "etcd-backups", Key: "team/nightly", Secret: backupvolume.Name("etcd-backups"), Encryption: "age-keys"}},
 	}
 }
 

@@ -152,7 +152,7 @@ func TestEtcdBackupAdmission(t *testing.T) {
 		{name: "unknown storageType", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: FTP"), want: `Unsupported value: "FTP"`},
 		{name: "S3 without s3 block", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: S3"), want: "storageType S3 needs the s3 block"},
 		{name: "ABS without abs block", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: ABS\n  s3: {path: b/k}"), want: "storageType ABS needs the abs block"},
-		{name: "two sources", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: S3\n  s3: {path: b/k}\n  gcs: {path: b/k}"), want: "set only one of s3, abs, gcs and oss"},
+		{name: "two sources", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: S3\n  s3: {path: b/k}\n  gcs: {path: b/k}"), want: "set only one of s3, abs, gcs, oss and pvc"},
 		{name: "empty path", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: S3\n  s3: {path: \"\"}"), want: "path must be <bucket>/<key>"},
 		{name: "path without key", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: GCS\n  gcs: {path: mybucket}"), want: "path must be <bucket>/<object>"},
 		{name: "no path", manifest: backup("etcdEndpoints: [\"http://c:2379\"]\n  storageType: S3\n  s3: {awsSecret: aws}"), want: "the storage block needs a path"},
@@ -175,7 +175,7 @@ func TestEtcdRestoreAdmission(t *testing.T) {
 		{name: "no backup", manifest: restore("etcdCluster: {name: c}"), want: "name the backup in exactly one way"},
 		{name: "storage and backupRef", manifest: restore("etcdCluster: {name: c}\n  backupRef: {name: b}\n  backupStorageType: S3\n  s3: {path: b/k}"), want: "name the backup in exactly one way"},
 		{name: "S3 without s3 block", manifest: restore("etcdCluster: {name: c}\n  backupStorageType: S3"), want: "backupStorageType S3 needs the s3 block"},
-		{name: "block without storage type", manifest: restore("etcdCluster: {name: c}\n  backupRef: {name: b}\n  s3: {path: b/k}"), want: "s3, abs, gcs and oss go with backupStorageType"},
+		{name: "block without storage type", manifest: restore("etcdCluster: {name: c}\n  backupRef: {name: b}\n  s3: {path: b/k}"), want: "s3, abs, gcs, oss and pvc go with backupStorageType"},
 		{name: "template is the target", manifest: restore("etcdCluster: {name: c}\n  clusterTemplate: {name: c}\n  backupRef: {name: b}"), want: "clusterTemplate must name another cluster"},
 		{name: "unknown selection", manifest: restore("etcdCluster: {name: c}\n  backupStorageType: S3\n  backupSelection: Oldest\n  s3: {path: b/k}"), want: `Unsupported value: "Oldest"`},
 	})
@@ -196,7 +196,7 @@ func TestEtcdBackupScheduleAdmission(t *testing.T) {
 		{name: "empty retention", manifest: schedule(`"0 * * * *"`, "retention: {}"), want: "retention needs maxBackups, maxAge or both"},
 		{name: "periodic template", manifest: scheduleWithPolicy("backupPolicy: {backupIntervalInSecond: 60}"), want: "backupPolicy may set only timeoutInSecond"},
 		{name: "template timeout is fine", manifest: scheduleWithPolicy("backupPolicy: {timeoutInSecond: 900}")},
-		{name: "template without source", manifest: scheduleWithPolicy("gcs: {path: b/k}"), want: "set only one of s3, abs, gcs and oss"},
+		{name: "template without source", manifest: scheduleWithPolicy("gcs: {path: b/k}"), want: "set only one of s3, abs, gcs, oss and pvc"},
 	})
 }
 

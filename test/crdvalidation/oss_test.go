@@ -53,11 +53,11 @@ func TestOSSAdmission(t *testing.T) {
 		{name: "backup: empty ossSecret", manifest: backup("etcdCluster: {name: c}\n  storageType: OSS\n  oss: {path: b/k, ossSecret: \"\"}"), want: "spec.oss.ossSecret"},
 		{name: "backup: oss without path", manifest: backup("etcdCluster: {name: c}\n  storageType: OSS\n  oss: {ossSecret: oss}"), want: "the storage block needs a path"},
 		{name: "backup: oss path without key", manifest: backup("etcdCluster: {name: c}\n  storageType: OSS\n  oss: {path: bucket, ossSecret: oss}"), want: "path must be <bucket>/<key>"},
-		{name: "backup: oss beside s3", manifest: backup("etcdCluster: {name: c}\n  storageType: S3\n  s3: {path: b/k}\n  oss: {path: b/k, ossSecret: oss}"), want: "set only one of s3, abs, gcs and oss"},
+		{name: "backup: oss beside s3", manifest: backup("etcdCluster: {name: c}\n  storageType: S3\n  s3: {path: b/k}\n  oss: {path: b/k, ossSecret: oss}"), want: "set only one of s3, abs, gcs, oss and pvc"},
 		{name: "backup: oss endpoint with credentials", manifest: backup("etcdCluster: {name: c}\n  storageType: OSS\n  oss: {path: b/k, ossSecret: oss, endpoint: \"http://id:secret@oss-cn-hangzhou.aliyuncs.com\"}"), want: "endpoint must not carry credentials"},
 		{name: "restore: OSS without oss block", manifest: restore("etcdCluster: {name: c}\n  backupStorageType: OSS"), want: "backupStorageType OSS needs the oss block"},
 		{name: "restore: OSS without ossSecret", manifest: restore("etcdCluster: {name: c}\n  backupStorageType: OSS\n  oss: {path: b/k}"), want: "spec.oss.ossSecret: Required value"},
-		{name: "restore: oss without storage type", manifest: restore("etcdCluster: {name: c}\n  backupRef: {name: b}\n  oss: {path: b/k, ossSecret: oss}"), want: "s3, abs, gcs and oss go with backupStorageType"},
+		{name: "restore: oss without storage type", manifest: restore("etcdCluster: {name: c}\n  backupRef: {name: b}\n  oss: {path: b/k, ossSecret: oss}"), want: "s3, abs, gcs, oss and pvc go with backupStorageType"},
 		{name: "schedule: OSS template without ossSecret", manifest: ossSchedule("{path: b/prefix}"), want: "ossSecret: Required value"},
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/backend/local"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/memory"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/s3"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/volume"
 )
 
 // Type names a provider. S3, ABS, GCS and OSS are the coreos API's storage type values; OSS is
@@ -23,10 +24,13 @@ type Type string
 
 // Provider types.
 const (
-	S3     Type = "S3"
-	ABS    Type = "ABS"
-	GCS    Type = "GCS"
-	OSS    Type = "OSS"
+	S3  Type = "S3"
+	ABS Type = "ABS"
+	GCS Type = "GCS"
+	OSS Type = "OSS"
+	// PVC is a volume server (pkg/backend/volume) on a PersistentVolumeClaim; Secret is the
+	// server's Secret data (URL, token, certificate).
+	PVC    Type = "PVC"
 	Local  Type = "Local"
 	Memory Type = "Memory"
 )
@@ -94,12 +98,18 @@ func newProvider(ctx context.Context, cfg Config) (backend.Backend, error) {
 		return newGCS(ctx, cfg)
 	case OSS:
 		return newOSS(ctx, cfg)
+	case PVC:
+		vc, err := volume.ClientConfig(cfg.Secret)
+		if err != nil {
+			return nil, err
+		}
+		return volume.New(vc)
 	case Local:
 		return local.New(ctx, local.Config{Dir: cfg.Bucket})
 	case Memory:
 		return memory.New(), nil
 	default:
-		return nil, fmt.Errorf("unknown backend type %q, want one of S3, ABS, GCS, OSS, Local, Memory", cfg.Type)
+		return nil, fmt.Errorf("unknown backend type %q, want one of S3, ABS, GCS, OSS, PVC, Local, Memory", cfg.Type)
 	}
 }
 

@@ -29,6 +29,7 @@ func TestNew(t *testing.T) {
 		{"GCS with gcpSecret", Config{Type: GCS, Bucket: "b", Secret: gcpSecret}, ""},
 		{"GCS emulator", Config{Type: GCS, Bucket: "b", Endpoint: "http://127.0.0.1:4443/storage/v1/", Anonymous: true}, ""},
 		{"unknown type", Config{Type: "FTP"}, "unknown backend type"},
+		{"PVC without the server's Secret", Config{Type: PVC, Bucket: "claim"}, "volume server secret"},
 		{"S3 without bucket", Config{Type: S3, Secret: awsSecret}, "Bucket is required"},
 		{"S3 with a broken secret", Config{Type: S3, Bucket: "b", Secret: map[string][]byte{}}, `missing key "credentials"`},
 		{"ABS with a broken secret", Config{Type: ABS, Bucket: "c", Secret: map[string][]byte{"storage-key": []byte("k")}}, "storage-account"},

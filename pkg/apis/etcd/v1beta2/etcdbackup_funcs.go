@@ -35,6 +35,10 @@ func (s *BackupSpec) StoragePath() string {
 		if s.OSS != nil {
 			return s.OSS.Path
 		}
+	case BackupStorageTypePVC:
+		if s.PVC != nil {
+			return s.PVC.ClaimName + "/" + s.PVC.Path
+		}
 	}
 	return ""
 }

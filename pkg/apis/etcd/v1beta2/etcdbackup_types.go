@@ -43,7 +43,8 @@ type EtcdBackup struct {
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'ABS' || has(self.abs)",message="storageType ABS needs the abs block (path, and absSecret or ambient credentials)"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'GCS' || has(self.gcs)",message="storageType GCS needs the gcs block (path, and gcpSecret or ambient credentials)"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'OSS' || has(self.oss)",message="storageType OSS needs the oss block (path and ossSecret)"
-// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.abs) ? 1 : 0) + (has(self.gcs) ? 1 : 0) + (has(self.oss) ? 1 : 0) <= 1",message="set only one of s3, abs, gcs and oss: the one storageType names"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs the pvc block (claimName and path)"
+// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.abs) ? 1 : 0) + (has(self.gcs) ? 1 : 0) + (has(self.oss) ? 1 : 0) + (has(self.pvc) ? 1 : 0) <= 1",message="set only one of s3, abs, gcs, oss and pvc: the one storageType names"
 // +kubebuilder:validation:XValidation:rule="(!has(self.s3) || has(self.s3.path)) && (!has(self.abs) || has(self.abs.path)) && (!has(self.gcs) || has(self.gcs.path)) && (!has(self.oss) || has(self.oss.path))",message="the storage block needs a path: <bucket>/<key>"
 type BackupSpec struct {
 	// etcdEndpoints are client URLs of the cluster's members. The backup is taken from exactly
@@ -62,8 +63,9 @@ type BackupSpec struct {
 	// +optional
 	EtcdCluster *EtcdClusterRef `json:"etcdCluster,omitempty"`
 
-	// storageType is the kind of object store: S3, ABS, GCS or OSS. The block of the same name
-	// (s3, abs, gcs, oss) says where.
+	// storageType is the kind of object store: S3, ABS, GCS or OSS, or PVC for a
+	// PersistentVolumeClaim of this namespace. The block of the same name (s3, abs, gcs, oss,
+	// pvc) says where.
 	// +required
 	StorageType BackupStorageType `json:"storageType"`
 
@@ -71,7 +73,7 @@ type BackupSpec struct {
 	// +optional
 	BackupPolicy *BackupPolicy `json:"backupPolicy,omitempty"`
 
-	// BackupSource holds the s3, abs, gcs or oss block.
+	// BackupSource holds the s3, abs, gcs, oss or pvc block.
 	BackupSource `json:",inline"`
 
 	// compression compresses the backup (and, for a schedule's template, its continuous-capture

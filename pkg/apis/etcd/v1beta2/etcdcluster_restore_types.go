@@ -51,11 +51,13 @@ type RestoreBootstrap struct {
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'ABS' || has(self.abs)",message="storageType ABS needs the abs block"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'GCS' || has(self.gcs)",message="storageType GCS needs the gcs block"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'OSS' || has(self.oss)",message="storageType OSS needs the oss block"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs the pvc block"
 // +kubebuilder:validation:XValidation:rule="!has(self.of) || (has(self.backupSelection) && self.backupSelection == 'Newest')",message="of names the cluster whose newest backup is restored: it needs backupSelection Newest"
 // +kubebuilder:validation:XValidation:rule="!has(self.backupSelection) || self.backupSelection != 'Newest' || (!has(self.sha256) && !has(self.size) && !has(self.revision))",message="sha256, size and revision pin one backup object: they cannot be set with backupSelection Newest (the etcd operator records the object it chose, with its sha256 and size, in status.restore.selected)"
 type RestoreSource struct {
-	// storageType is the object store: S3, ABS, GCS or OSS.
-	// +kubebuilder:validation:Enum=S3;ABS;GCS;OSS
+	// storageType is the object store: S3, ABS, GCS, OSS, or PVC (a PersistentVolumeClaim of
+	// this namespace).
+	// +kubebuilder:validation:Enum=S3;ABS;GCS;OSS;PVC
 	// +required
 	StorageType BackupStorageType `json:"storageType"`
 	// The storage block of storageType; its path is <bucket>/<key> of the backup object

@@ -43,12 +43,13 @@ type EtcdRestore struct {
 // backupSelection are extensions.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.backupStorageType) ? 1 : 0) + (has(self.backupRef) ? 1 : 0) + (has(self.backupScheduleRef) ? 1 : 0) == 1",message="name the backup in exactly one way: backupStorageType with its s3/abs/gcs/oss block, backupRef (an EtcdBackup), or backupScheduleRef (the newest successful backup of an EtcdBackupSchedule)"
-// +kubebuilder:validation:XValidation:rule="has(self.backupStorageType) || (!has(self.s3) && !has(self.abs) && !has(self.gcs) && !has(self.oss))",message="s3, abs, gcs and oss go with backupStorageType; with backupRef or backupScheduleRef the location comes from the backup"
+// +kubebuilder:validation:XValidation:rule="has(self.backupStorageType) || (!has(self.s3) && !has(self.abs) && !has(self.gcs) && !has(self.oss) && !has(self.pvc))",message="s3, abs, gcs, oss and pvc go with backupStorageType; with backupRef or backupScheduleRef the location comes from the backup"
 // +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'S3' || has(self.s3)",message="backupStorageType S3 needs the s3 block (path, and awsSecret or ambient credentials)"
 // +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'ABS' || has(self.abs)",message="backupStorageType ABS needs the abs block (path, and absSecret or ambient credentials)"
 // +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'GCS' || has(self.gcs)",message="backupStorageType GCS needs the gcs block (path, and gcpSecret or ambient credentials)"
 // +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'OSS' || has(self.oss)",message="backupStorageType OSS needs the oss block (path and ossSecret)"
-// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.abs) ? 1 : 0) + (has(self.gcs) ? 1 : 0) + (has(self.oss) ? 1 : 0) <= 1",message="set only one of s3, abs, gcs and oss: the one backupStorageType names"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupStorageType) || self.backupStorageType != 'PVC' || has(self.pvc)",message="backupStorageType PVC needs the pvc block (claimName and path)"
+// +kubebuilder:validation:XValidation:rule="(has(self.s3) ? 1 : 0) + (has(self.abs) ? 1 : 0) + (has(self.gcs) ? 1 : 0) + (has(self.oss) ? 1 : 0) + (has(self.pvc) ? 1 : 0) <= 1",message="set only one of s3, abs, gcs, oss and pvc: the one backupStorageType names"
 // +kubebuilder:validation:XValidation:rule="(!has(self.s3) || has(self.s3.path)) && (!has(self.abs) || has(self.abs.path)) && (!has(self.gcs) || has(self.gcs.path)) && (!has(self.oss) || has(self.oss.path))",message="the storage block needs a path: <bucket>/<key>"
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterTemplate) || self.clusterTemplate.name != self.etcdCluster.name",message="clusterTemplate must name another cluster than etcdCluster: leave it unset to replace etcdCluster in place"
 // +kubebuilder:validation:XValidation:rule="!has(self.ttlSecondsAfterFinished) || has(self.clusterTemplate)",message="ttlSecondsAfterFinished deletes the restored cluster, so it is allowed only for a restore into a scratch cluster (clusterTemplate set), never for a cluster restored in place"
@@ -68,8 +69,8 @@ type RestoreSpec struct {
 	// +optional
 	ClusterTemplate *EtcdClusterRef `json:"clusterTemplate,omitempty"`
 
-	// backupStorageType is the kind of object store that holds the backup: S3, ABS, GCS or OSS.
-	// The block of the same name says where.
+	// backupStorageType is the kind of object store that holds the backup: S3, ABS, GCS or OSS,
+	// or PVC (a PersistentVolumeClaim of this namespace). The block of the same name says where.
 	// +optional
 	BackupStorageType BackupStorageType `json:"backupStorageType,omitempty"`
 

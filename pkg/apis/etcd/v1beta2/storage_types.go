@@ -2,7 +2,7 @@ package v1beta2
 
 // BackupStorageType names the object store that holds backups.
 //
-// +kubebuilder:validation:Enum=S3;ABS;GCS;OSS
+// +kubebuilder:validation:Enum=S3;ABS;GCS;OSS;PVC
 type BackupStorageType string
 
 // Storage types, with the names coreos/etcd-operator used.
@@ -13,6 +13,9 @@ const (
 	// BackupStorageTypeOSS is Alibaba Cloud Object Storage Service, reached through its S3
 	// protocol (see OSSSource).
 	BackupStorageTypeOSS BackupStorageType = "OSS"
+	// BackupStorageTypePVC is a PersistentVolumeClaim of the object's namespace, reached through
+	// a small server pod the backup operator runs on it (see PVCSource). Not a coreos type.
+	BackupStorageTypePVC BackupStorageType = "PVC"
 )
 
 // Keys of the credential Secrets, in the formats coreos/etcd-operator users already have.
@@ -228,6 +231,37 @@ type OSSSource struct {
 	EndpointCA *SecretKeySelector `json:"endpointCA,omitempty"`
 }
 
+// PVCSource says where backups live on a PersistentVolumeClaim: for bare-metal and air-gapped
+// clusters with no object store. The claim must be in the namespace of the object that names
+// it. While anything names it (an EtcdBackupSchedule, a periodic or unfinished EtcdBackup, an
+// unfinished EtcdRestore, an EtcdCluster restoring from it), the backup operator keeps a server
+// pod on the claim (`<claim>` mounted at /backups, Pod Security restricted) with a Service and
+// a Secret, all three owned by the claim and named etcd-backup-volume-<hash of the claim's
+// name>; the operators and the restore steps reach the files only through it, over HTTPS
+// pinned to the server's own certificate and with a bearer token from the Secret (docs/backends.md,
+// "Backups to a PersistentVolumeClaim"). Backups are files named like object keys; retention,
+// Newest, drills and restores read them as they read a bucket.
+type PVCSource struct {
+	// claimName is the PersistentVolumeClaim, in this namespace, that holds the backups. Use a
+	// ReadWriteOnce claim only if one pod at a time may mount it: the server pod holds it while
+	// anything names it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	ClaimName string `json:"claimName"`
+
+	// path is the file's path inside the volume, read like the key of S3Source.path: for a
+	// one-shot backup the file, for a periodic backup or a schedule the prefix each backup adds
+	// its time and revision to. Relative, '/'-separated, no '.' or '..' segments.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.endsWith('/')",message="path is relative to the volume's root and names a file or a prefix: no leading or trailing '/'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//')",message="path must not have '.' or '..' segments or empty segments ('//')"
+	// +required
+	Path string `json:"path"`
+}
+
 // BackupSource holds exactly one object-store location, matching the storage type.
 type BackupSource struct {
 	// s3 is the location when the storage type is S3.
@@ -242,6 +276,9 @@ type BackupSource struct {
 	// oss is the location when the storage type is OSS.
 	// +optional
 	OSS *OSSSource `json:"oss,omitempty"`
+	// pvc is the location when the storage type is PVC.
+	// +optional
+	PVC *PVCSource `json:"pvc,omitempty"`
 	// encryption encrypts the backups and continuous-capture segments written here on the
 	// client, with age (https://age-encryption.org: X25519, ChaCha20-Poly1305 in 64 KiB
 	// authenticated chunks), and names the keys to read them with. Reading recognises an
