@@ -14,6 +14,7 @@ import (
 	// system has none, as in the operator image; system roots win where they exist.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	"github.com/etcd-operator/etcd-operator/internal/controller/backupvolume"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/internal/controller/etcdbackupschedule"
 	"github.com/etcd-operator/etcd-operator/internal/manager"
@@ -25,5 +26,5 @@ func main() {
 		os.Exit(volumeserver.Main(os.Args[2:]))
 	}
 	os.Exit(manager.Main("backup-operator", os.Args[1:], etcdbackup.Setup, etcdbackup.SetupMetrics,
-		etcdbackupschedule.Setup, etcdbackupschedule.SetupMetrics))
+		etcdbackupschedule.Setup, etcdbackupschedule.SetupMetrics, backupvolume.Setup))
 }

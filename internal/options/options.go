@@ -54,6 +54,9 @@ type Options struct {
 	// SeedAgentImage is the image with the restore-operator binary that restored members run
 	// first (etcd-operator and restore-operator); empty: the operator's own image.
 	SeedAgentImage string
+	// VolumeServerImage is the image with the backup-operator binary that serves backup
+	// PersistentVolumeClaims (backup-operator); empty: the operator's own image.
+	VolumeServerImage string
 	// AmbientCredentials lists the buckets ("<S3|ABS|GCS>:<bucket glob>") that storage blocks
 	// without a credentials Secret may reach with the operator's own cloud identity
 	// (backup-operator, restore-operator). Empty: none.
@@ -130,6 +133,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.CreateCRD, "create-crd", o.CreateCRD, "Create or update the operators' CustomResourceDefinitions at start (the coreos/etcd-operator two-step install).")
 	fs.DurationVar(&o.EtcdDialTimeout, "etcd-dial-timeout", o.EtcdDialTimeout, "Timeout for connecting to an etcd member.")
 	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout, "Timeout for one etcd request (member list, status, membership change).")
+	fs.StringVar(&o.VolumeServerImage, "volume-server-image", o.VolumeServerImage, "backup-operator: image with the backup-operator binary that serves backup PersistentVolumeClaims (storageType PVC). Default: the operator's own image (read from its pod through POD_NAME and POD_NAMESPACE).")
 	fs.StringVar(&o.SeedAgentImage, "seed-agent-image", o.SeedAgentImage, "etcd-operator and restore-operator: image with the restore-operator binary that restored members run first to fetch and restore the backup. Default: the operator's own image (read from its pod through POD_NAME and POD_NAMESPACE).")
 	fs.StringVar(&o.AmbientCredentials, "ambient-credentials", o.AmbientCredentials, "backup-operator, restore-operator: comma-separated buckets that a storage block without a credentials Secret may reach with the operator's own cloud identity (IRSA, workload identity, instance role), as <S3|ABS|GCS>:<bucket or glob>, e.g. S3:prod-etcd-backups,GCS:team-*. Empty (default): none; such blocks fail with AmbientCredentialsDenied. Never used for a block that names an endpoint.")
 	fs.Func("allowed-etcd-endpoints", "backup-operator: comma-separated hosts (or host:port, path.Match globs) that EtcdBackups of every namespace may name in etcdEndpoints, besides Services and pods of their own namespace. Empty (default): none.", func(v string) error {

@@ -87,6 +87,12 @@ func (l Location) Config(ctx context.Context, secrets Secrets) (factory.Config, 
 	}
 	if l.Secret != "" {
 		data, err := secrets.Data(ctx, l.Secret)
+		if err != nil && l.Type == etcdv1beta2.BackupStorageTypePVC {
+			// The backup operator makes the claim's server and its Secret once something names
+			// the claim: until then, the storage is not reachable yet (a retry may find it).
+			return factory.Config{}, &reason.Error{Reason: etcdv1beta2.ReasonStorageUnreachable, Transient: true,
+				Err: fmt.Errorf("the volume server of claim %s is not running yet (the backup operator starts it while something names the claim, and the claim exists): %w", l.Bucket, err)}
+		}
 		if err != nil {
 			return factory.Config{}, err
 		}

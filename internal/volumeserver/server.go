@@ -1,14 +1,15 @@
 // Package volumeserver is `backup-operator volume-server`: the process of the short-lived pod
 // that mounts a backup PersistentVolumeClaim and serves it to the operators with
-// pkg/backend/volume (issue 33 item 2, groundwork: nothing starts such a pod yet). It serves the
-// local provider rooted at the mount, asks for the bearer token read from a file (a mounted
-// Secret, never a flag or the environment), and exits by itself once no request has come for
-// --idle-timeout, so that the claim is released (a ReadWriteOnce volume can then be mounted
-// elsewhere) and the pod's owner can delete it.
+// pkg/backend/volume (storageType PVC; the backup operator's internal/controller/backupvolume
+// runs the pod). It serves the local provider rooted at the mount over HTTPS with the
+// certificate and key it is given (the clients pin that certificate), asks for the bearer token
+// read from a file (a mounted Secret, never a flag or the environment), and with --idle-timeout
+// exits by itself once no request has come for that long.
 package volumeserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,7 +39,11 @@ type Options struct {
 	TokenFile string
 	// Listen is the address to serve on.
 	Listen string
-	// IdleTimeout ends the server after this long without a request (none in flight).
+	// CertFile and KeyFile are the PEM certificate and key to serve HTTPS with; empty: plain
+	// HTTP (tests only).
+	CertFile, KeyFile string
+	// IdleTimeout ends the server after this long without a request (none in flight); 0: never
+	// (the controller deletes the pod once nothing names the claim).
 	IdleTimeout time.Duration
 }
 
@@ -65,12 +70,14 @@ func parse(args []string, out io.Writer) (Options, error) {
 	fs.StringVar(&o.Dir, "dir", "/backups", "directory of the mounted volume that holds the objects")
 	fs.StringVar(&o.TokenFile, "token-file", "", "file with the bearer token clients must present (required)")
 	fs.StringVar(&o.Listen, "listen", ":8080", "address to serve on")
-	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 10*time.Minute, "exit after this long without a request")
+	fs.StringVar(&o.CertFile, "cert-file", "", "PEM certificate to serve HTTPS with (with --key-file)")
+	fs.StringVar(&o.KeyFile, "key-file", "", "PEM key of --cert-file")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 0, "exit after this long without a request (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if o.TokenFile == "" || o.IdleTimeout <= 0 || fs.NArg() != 0 {
-		err := errors.New("usage: backup-operator volume-server --token-file <file> [--dir /backups] [--listen :8080] [--idle-timeout 10m]")
+	if o.TokenFile == "" || o.IdleTimeout < 0 || (o.CertFile == "") != (o.KeyFile == "") || fs.NArg() != 0 {
+		err := errors.New("usage: backup-operator volume-server --token-file <file> [--cert-file <pem> --key-file <pem>] [--dir /backups] [--listen :8080] [--idle-timeout 10m]")
 		fmt.Fprintln(out, err)
 		return o, err
 	}
@@ -113,10 +120,20 @@ func Serve(ctx context.Context, o Options, ln net.Listener, log *slog.Logger) er
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	if o.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+		if err != nil {
+			return fmt.Errorf("loading the certificate: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13})
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	log.Info("serving", "dir", o.Dir, "address", ln.Addr().String(), "idleTimeout", o.IdleTimeout)
-	tick := time.NewTicker(min(o.IdleTimeout/4, time.Second))
+	log.Info("serving", "dir", o.Dir, "address", ln.Addr().String(), "tls", o.CertFile != "", "idleTimeout", o.IdleTimeout)
+	tick := time.NewTicker(time.Second)
+	if o.IdleTimeout > 0 {
+		tick.Reset(min(o.IdleTimeout/4, time.Second))
+	}
 	defer tick.Stop()
 	for {
 		select {
@@ -125,7 +142,7 @@ func Serve(ctx context.Context, o Options, ln net.Listener, log *slog.Logger) er
 		case <-ctx.Done():
 			return shutdown(srv, log, "signal")
 		case <-tick.C:
-			if inFlight.Load() == 0 && time.Since(time.Unix(0, last.Load())) >= o.IdleTimeout {
+			if o.IdleTimeout > 0 && inFlight.Load() == 0 && time.Since(time.Unix(0, last.Load())) >= o.IdleTimeout {
 				return shutdown(srv, log, "idle")
 			}
 		}

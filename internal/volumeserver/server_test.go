@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,54 @@ func TestParse(t *testing.T) {
 	o, err := parse([]string{"--token-file", "/t", "--idle-timeout", "2m"}, &out)
 	if err != nil || o.Dir != "/backups" || o.IdleTimeout != 2*time.Minute || o.Listen != ":8080" {
 		t.Fatalf("parse = %+v, %v", o, err)
+	}
+}
+
+// TestServesHTTPSToPinnedClients: with the Secret's certificate and key, as the pod mounts
+// them, the server speaks HTTPS only, and a client made from the Secret's data reads what was
+// written through it (files on the volume's directory).
+func TestServesHTTPSToPinnedClients(t *testing.T) {
+	dir, secret := t.TempDir(), t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	creds, err := volume.NewCredentials("https://localhost:"+strconv.Itoa(port), []string{"localhost"}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range creds.Data() {
+		if err := os.WriteFile(filepath.Join(secret, k), v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := Options{Dir: dir, TokenFile: filepath.Join(secret, volume.SecretTokenKey),
+		CertFile: filepath.Join(secret, volume.SecretCertKey), KeyFile: filepath.Join(secret, volume.SecretKeyKey)}
+	go func() { _ = Serve(t.Context(), o, ln, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	cfg, err := volume.ClientConfig(creds.Data())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := volume.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(t.Context(), "team/etcd.backup", strings.NewReader("snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "team", "etcd.backup")); err != nil || string(got) != "snapshot" {
+		t.Fatalf("file on the volume = %q, %v", got, err)
+	}
+	plain, _ := volume.New(volume.Config{Endpoint: "http://localhost:" + strconv.Itoa(port), Token: creds.Token})
+	if _, err := plain.List(t.Context(), ""); err == nil {
+		t.Fatal("a plain HTTP request was answered: the token would cross the network in the clear")
+	}
+}
+
+func TestParseRefusesACertificateWithoutItsKey(t *testing.T) {
+	var out strings.Builder
+	if _, err := parse([]string{"--token-file", "/t", "--cert-file", "/c"}, &out); err == nil {
+		t.Fatal("--cert-file without --key-file was accepted")
 	}
 }
