@@ -24,7 +24,8 @@ if [ "${DEMO_SKIP_PREFLIGHT:-}" != 1 ]; then
   "$ROOT_DIR/hack/demo/preflight/preflight.sh" || exit 1
 fi
 if [ "${DEMO_SKIP_SETUP:-}" != 1 ]; then
-  local_stack_up || exit 1
+  # The drill backs up into MinIO only: fake-gcs-server and Azurite are not built for it.
+  OBJSTORES_ONLY="${OBJSTORES_ONLY:-minio}" local_stack_up || exit 1
   timed "deploy" "$ROOT_DIR/hack/deploy.sh" apply || exit 1
 fi
 export KUBECONFIG="$LC_KUBECONFIG"

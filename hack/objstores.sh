@@ -27,6 +27,9 @@
 # URL are <address> too, so resumable uploads started from a pod continue at an address the pod
 # reaches. The binaries are shared with the loopback set. hack/e2e.sh starts this set after the
 # local cluster is up and exports E2E_OBJSTORES_ENV; test/e2e/framework/objstores.go reads it.
+#
+# OBJSTORES_ONLY=minio (any of minio, fake-gcs, azurite) builds and starts only those; make demo
+# sets it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MINIO_VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
@@ -90,11 +93,17 @@ install_azurite() {
   log "installed azurite in $((SECONDS - start)) s"
 }
 
+# OBJSTORES_ONLY="minio" (names of servers, space-separated) installs and starts only those:
+# make demo needs MinIO alone, and on a fresh machine fake-gcs-server and Azurite cost minutes
+# to build. The env file names all three either way; a later up without it adds the others.
+ONLY="${OBJSTORES_ONLY:-minio fake-gcs azurite}"
+wanted() { [[ " $ONLY " == *" $1 "* ]]; }
+
 install_all() {
   mkdir -p "$OBJ_DIR"
-  go_install_cached "github.com/minio/minio@$MINIO_VERSION" "$MINIO_BIN"
-  go_install_cached "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION" "$FAKE_GCS_BIN"
-  install_azurite
+  if wanted minio; then go_install_cached "github.com/minio/minio@$MINIO_VERSION" "$MINIO_BIN"; fi
+  if wanted fake-gcs; then go_install_cached "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION" "$FAKE_GCS_BIN"; fi
+  if wanted azurite; then install_azurite; fi
 }
 
 pid_of() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
@@ -181,16 +190,22 @@ up() {
     return 1
   fi
   install_all
-  MINIO_ROOT_USER="$S3_ACCESS_KEY" MINIO_ROOT_PASSWORD="$S3_SECRET_KEY" MINIO_BROWSER=off \
-    start minio "$S3_PORT" "$MINIO_BIN" server --quiet --address "$BIND:$S3_PORT" "$DATA_DIR/minio"
-  start fake-gcs 4443 "$FAKE_GCS_BIN" -scheme http -host "$BIND" -port 4443 \
-    -backend filesystem -filesystem-root "$DATA_DIR/fake-gcs" \
-    -public-host "$BIND:4443" -external-url "http://$BIND:4443" -log-level warn
-  start azurite 10000 "$AZURITE_BIN" --blobHost "$BIND" --blobPort 10000 \
-    --location "$DATA_DIR/azurite" --skipApiVersionCheck --disableTelemetry --loose --silent
-  wait_ready minio "http://$BIND:$S3_PORT/minio/health/live"
-  wait_ready fake-gcs "http://$BIND:4443/storage/v1/b"
-  wait_ready azurite "http://$BIND:10000/$ABS_ACCOUNT?comp=list"
+  if wanted minio; then
+    MINIO_ROOT_USER="$S3_ACCESS_KEY" MINIO_ROOT_PASSWORD="$S3_SECRET_KEY" MINIO_BROWSER=off \
+      start minio "$S3_PORT" "$MINIO_BIN" server --quiet --address "$BIND:$S3_PORT" "$DATA_DIR/minio"
+  fi
+  if wanted fake-gcs; then
+    start fake-gcs 4443 "$FAKE_GCS_BIN" -scheme http -host "$BIND" -port 4443 \
+      -backend filesystem -filesystem-root "$DATA_DIR/fake-gcs" \
+      -public-host "$BIND:4443" -external-url "http://$BIND:4443" -log-level warn
+  fi
+  if wanted azurite; then
+    start azurite 10000 "$AZURITE_BIN" --blobHost "$BIND" --blobPort 10000 \
+      --location "$DATA_DIR/azurite" --skipApiVersionCheck --disableTelemetry --loose --silent
+  fi
+  if wanted minio; then wait_ready minio "http://$BIND:$S3_PORT/minio/health/live"; fi
+  if wanted fake-gcs; then wait_ready fake-gcs "http://$BIND:4443/storage/v1/b"; fi
+  if wanted azurite; then wait_ready azurite "http://$BIND:10000/$ABS_ACCOUNT?comp=list"; fi
   write_env
   log "object stores ready; env in $ENV_FILE"
 }

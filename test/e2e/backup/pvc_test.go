@@ -29,8 +29,8 @@ import (
 // store: an EtcdBackupSchedule every minute (retention maxBackups 2, history 2) backs a 3-member
 // EtcdCluster up to a PersistentVolumeClaim. While the schedule names the claim, the backup
 // operator runs a server Pod (mounting the claim), a Service and a Secret, all controlled by the
-// claim. Three runs complete, each at a location under PVC://etcd-backups/src/nightly;
-// retention reports deleting the oldest, and the two newest EtcdBackups stay. An EtcdRestore of
+// claim. Two runs complete, each at a location under PVC://etcd-backups/src/nightly;
+// retention reports deleting the older, and the newest EtcdBackup stays. An EtcdRestore of
 // the schedule's newest backup into a new cluster serves every key written before it, with its
 // value. Once the schedule and the restore are deleted, nothing names the claim: the server's
 // three objects go, and the claim stays.
@@ -44,7 +44,7 @@ func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 		schedule = "nightly"
 		prefix   = "/pvc/" // of the keys written
 		written  = 200
-		keep     = 2 // retention maxBackups and successfulBackupsHistoryLimit
+		keep     = 1 // retention maxBackups and successfulBackupsHistoryLimit
 	)
 	location := fmt.Sprintf("%s://%s/%s", etcdv1beta2.BackupStorageTypePVC, claim, path)
 
@@ -78,7 +78,7 @@ func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 	})
 	start := time.Now()
 
-	// Three runs, one a minute: the third is one more than retention keeps, so it had to prune.
+	// Two runs, one a minute: the second is one more than retention keeps, so it had to prune.
 	// The history limit deletes older EtcdBackups as newer ones complete, so every completed one
 	// ever seen is remembered, with its location.
 	completed := map[string]string{} // EtcdBackup name -> status.location
@@ -125,8 +125,8 @@ func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 	}
 
 	// Retention as the API reports it: a RetentionApplied event on the schedule for the claim's
-	// path (and no RetentionFailed), and the history keeps the two newest EtcdBackups, the newest
-	// the one the schedule's status names.
+	// path (and no RetentionFailed), and the history keeps the newest EtcdBackup, the one the
+	// schedule's status names.
 	var kept []string
 	framework.Eventually(t, time.Minute, "retention applied to the claim and the history limit", func(ctx context.Context) (bool, error) {
 		events, err := scheduleEvents(ctx, f, ns, schedule)
