@@ -51,10 +51,11 @@ func (a *App) backups(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("storage of %s: %w", from, err)
 	}
-	store, err := storage.Open(ctx, loc, storage.APISecrets{Reader: c, Namespace: r.cluster.Namespace}, policy)
+	store, stop, err := a.openStore(ctx, c, r.cluster.Namespace, loc, policy)
 	if err != nil {
 		return fmt.Errorf("opening the storage of %s: %w", from, err)
 	}
+	defer stop()
 	defer func() { _ = store.Close() }()
 	objs, err := store.List(ctx, loc.Key)
 	if err != nil {

@@ -60,10 +60,11 @@ func (a *App) download(ctx context.Context, args []string) error {
 	if *ambient {
 		policy = storage.TenantIdentity
 	}
-	store, err := storage.Open(ctx, loc, storage.APISecrets{Reader: c, Namespace: ns}, policy)
+	store, stop, err := a.openStore(ctx, c, ns, loc, policy)
 	if err != nil {
 		return fmt.Errorf("opening the storage of %s: %w", from, err)
 	}
+	defer stop()
 	defer func() { _ = store.Close() }()
 	start := a.Now()
 	v, err := fetchVerified(ctx, store, loc.Key, *out)

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
 	"time"
 )
@@ -23,6 +25,10 @@ const (
 	SecretTokenKey = "token"
 	SecretCertKey  = "tls.crt"
 	SecretKeyKey   = "tls.key"
+	// SecretDialKey is never in the Secret: a client that reaches the server through a tunnel
+	// (kubectl etcd through a port-forward) adds it to the data it read, with the address to
+	// dial instead of the URL's host; the certificate is still checked for the URL's host.
+	SecretDialKey = "dial"
 )
 
 // Credentials is what a server needs and what it hands to its clients, as the Secret holds it.
@@ -98,6 +104,10 @@ func ClientConfig(data map[string][]byte) (Config, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
+	if addr := string(data[SecretDialKey]); addr != "" {
+		var d net.Dialer
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }
+	}
 	return Config{Endpoint: url, Token: tok, HTTPClient: &http.Client{Transport: tr}}, nil
 }
 

@@ -92,3 +92,22 @@ func TestClientConfigNeedsEveryKey(t *testing.T) {
 		t.Errorf("Expires = %v, want about an hour from now", got)
 	}
 }
+
+// TestDialThroughATunnel: with a dial address (a port-forward's local end), the client reaches
+// the server there and still checks the certificate for the URL's host.
+func TestDialThroughATunnel(t *testing.T) {
+	creds := credentials(t)
+	local := serveTLS(t, creds)       // https://localhost:<port>, the tunnel's end
+	creds.URL = "https://localhost:1" // the name in the certificate, at a port nothing listens on
+	data := creds.Data()
+	data[SecretDialKey] = []byte(strings.TrimPrefix(local, "https://"))
+	if _, err := pinnedClient(t, data).List(t.Context(), ""); err != nil {
+		t.Fatalf("List through the dial address: %v", err)
+	}
+	creds.URL = "https://other-host:1" // a name the certificate does not hold
+	data = creds.Data()
+	data[SecretDialKey] = []byte(strings.TrimPrefix(local, "https://"))
+	if _, err := pinnedClient(t, data).List(t.Context(), ""); err == nil {
+		t.Fatal("a server whose certificate does not name the URL's host was accepted through the tunnel")
+	}
+}

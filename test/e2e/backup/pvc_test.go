@@ -4,6 +4,7 @@ package backup
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/internal/backupvolume"
+	"github.com/etcd-operator/etcd-operator/internal/kubectletcd"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
@@ -163,6 +165,36 @@ func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 				applied, kept, all, s.Status.LastSuccessfulLocation, completed[newest])
 	})
 	t.Logf("kept %v; retention applied under %s", kept, location)
+
+	// What is on the claim, as a user sees it from outside the cluster: kubectl etcd backups
+	// reaches the server through a port-forward (TLS still pinned to its certificate) and lists
+	// exactly the backups retention kept.
+	var out, errOut strings.Builder
+	app := kubectletcd.New(strings.NewReader(""), &out, &errOut)
+	if rc := app.Run(t.Context(), []string{"--kubeconfig", f.Kubeconfig, "-n", ns, "backups", "src", "--schedule", schedule, "-o", "json"}); rc != 0 {
+		t.Fatalf("kubectl etcd backups: exit %d: %s", rc, errOut.String())
+	}
+	var listed struct {
+		Backups []struct {
+			Key string `json:"key"`
+		} `json:"backups"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &listed); err != nil {
+		t.Fatalf("kubectl etcd backups -o json: %v: %s", err, out.String())
+	}
+	var keys []string
+	for _, b := range listed.Backups {
+		keys = append(keys, fmt.Sprintf("%s://%s/%s", etcdv1beta2.BackupStorageTypePVC, claim, b.Key))
+	}
+	var want []string
+	for _, name := range kept {
+		want = append(want, completed[name])
+	}
+	slices.Sort(keys)
+	slices.Sort(want)
+	if !slices.Equal(keys, want) {
+		t.Errorf("kubectl etcd backups lists %v on the claim, want the backups retention kept: %v", keys, want)
+	}
 	for name, loc := range completed { // every successful backup is a file on the claim
 		if !strings.HasPrefix(loc, location) {
 			t.Errorf("EtcdBackup %s: status.location %q, want it under %s", name, loc, location)
