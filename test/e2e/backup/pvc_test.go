@@ -32,10 +32,11 @@ import (
 // EtcdCluster up to a PersistentVolumeClaim. While the schedule names the claim, the backup
 // operator runs a server Pod (mounting the claim), a Service and a Secret, all controlled by the
 // claim. Two runs complete, each at a location under PVC://etcd-backups/src/nightly;
-// retention reports deleting the older, and the newest EtcdBackup stays. An EtcdRestore of
-// the schedule's newest backup into a new cluster serves every key written before it, with its
-// value. Once the schedule and the restore are deleted, nothing names the claim: the server's
-// three objects go, and the claim stays.
+// retention reports deleting the older, and the newest EtcdBackup stays, which is exactly what
+// kubectl etcd backups lists on the claim (through a port-forward). The schedule's newest backup
+// restores into a new cluster and in place, each serving every key written before it with its
+// value, and a restore drill of it passes. Once the schedule and the restores are deleted,
+// nothing names the claim: the server's three objects go, and the claim stays.
 func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 	t.Parallel()
 	f := framework.Global(t)
@@ -242,10 +243,35 @@ func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 	}
 	t.Logf("restored %s in %s: all %d keys with their values", rs.Status.BackupLocation, rs.Status.Duration.Duration, written)
 
+	// A restore drill of the schedule's newest backup (kubectl etcd drill now: the drill
+	// EtcdRestore the schedule would make, into a scratch cluster), followed to "passed".
+	out.Reset()
+	errOut.Reset()
+	if rc := app.Run(t.Context(), []string{"--kubeconfig", f.Kubeconfig, "-n", ns, "drill", "now", "src", "--schedule", schedule, "--timeout", "5m"}); rc != 0 {
+		t.Fatalf("kubectl etcd drill now: exit %d: %s%s", rc, out.String(), errOut.String())
+	}
+	t.Logf("drill: %s", strings.TrimSpace(out.String()))
+
+	// In place: src itself replaced by its newest backup from the claim (the restore operator's
+	// check Job reads the claim through the server before anything is deleted), every key back.
+	f.Create(t, &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-place"},
+		Spec: etcdv1beta2.RestoreSpec{
+			EtcdCluster:       etcdv1beta2.EtcdClusterRef{Name: "src"},
+			BackupScheduleRef: &etcdv1beta2.LocalObjectReference{Name: schedule},
+		},
+	})
+	inPlace := f.WaitRestoreSucceeded(t, ns, "in-place", 5*time.Minute)
+	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "src"))
+	if n, diffs := framework.CheckDataset(t, cli, prefix, written); len(diffs) > 0 {
+		t.Fatalf("src restored in place holds %d keys under %s, differences from the %d written: %v", n, prefix, written, diffs)
+	}
+	t.Logf("restored src in place from %s in %s: all %d keys with their values", inPlace.Status.BackupLocation, inPlace.Status.Duration.Duration, written)
+
 	// Nothing names the claim any more (the restored cluster's spec.bootstrap.restore.source still
 	// does, but it finished restoring): the server's Pod, Service and Secret go, releasing the
 	// ReadWriteOnce claim, and the claim with the backups on it stays.
-	for _, obj := range []client.Object{rs, s} {
+	for _, obj := range []client.Object{rs, inPlace, s} {
 		if err := f.Client.Delete(t.Context(), obj); err != nil {
 			t.Fatalf("deleting %s %s: %v", kindOf(obj), obj.GetName(), err)
 		}
