@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
+	"github.com/etcd-operator/etcd-operator/internal/backupvolume"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"
@@ -60,6 +61,14 @@ func TestGeneratedRolesSuffice(t *testing.T) {
 	create(t, &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: watched, Name: "nightly"},
 		Spec: etcdv1beta2.BackupScheduleSpec{Schedule: "0 3 * * *", BackupTemplate: etcdv1beta2.BackupTemplateSpec{
 			Spec: etcdv1beta2.BackupSpec{EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "db"}, StorageType: bucket.Type, BackupSource: bucket.Source("db/nightly", "aws")}}}})
+	// Backups to a claim: the backup operator runs the claim's server (Pod, Service, Secret).
+	create(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: watched, Name: "backups"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}})
+	create(t, &etcdv1beta2.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: watched, Name: "to-volume"},
+		Spec: etcdv1beta2.BackupScheduleSpec{Schedule: "0 3 * * *", BackupTemplate: etcdv1beta2.BackupTemplateSpec{
+			Spec: etcdv1beta2.BackupSpec{EtcdCluster: &etcdv1beta2.EtcdClusterRef{Name: "db"}, StorageType: etcdv1beta2.BackupStorageTypePVC,
+				BackupSource: etcdv1beta2.BackupSource{PVC: &etcdv1beta2.PVCSource{ClaimName: "backups", Path: "db/nightly"}}}}}})
 	create(t, &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Namespace: watched, Name: "drill"},
 		Spec: etcdv1beta2.RestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "drill"}, ClusterTemplate: &etcdv1beta2.EtcdClusterRef{Name: "db"},
 			BackupRef: &etcdv1beta2.LocalObjectReference{Name: "once"}}})
@@ -78,7 +87,8 @@ func TestGeneratedRolesSuffice(t *testing.T) {
 		switch binary {
 		case "backup-operator":
 			// The test's etcd is outside the namespace: the administrator lists it.
-			args = append(args, "--allowed-etcd-endpoints="+strings.TrimPrefix(etcd.Endpoint, "http://"))
+			args = append(args, "--allowed-etcd-endpoints="+strings.TrimPrefix(etcd.Endpoint, "http://"),
+				"--volume-server-image=etcd-operator:dev") // not in a pod: no image of its own
 		case "restore-operator", "etcd-operator":
 			// Both run the restore agent's image: the restore operator in its check pod, the
 			// etcd operator in the members it restores.
@@ -137,6 +147,12 @@ func TestGeneratedRolesSuffice(t *testing.T) {
 	})
 	if restore.Status.BackupSHA256 != backup.Status.SHA256 {
 		t.Errorf("EtcdRestore drill verified sha256 %s, the backup's is %s", restore.Status.BackupSHA256, backup.Status.SHA256)
+	}
+	for _, o := range []client.Object{&corev1.Secret{}, &corev1.Service{}, &corev1.Pod{}} {
+		name := backupvolume.Name("backups")
+		waitFor(t, fmt.Sprintf("the volume server's %T %s", o, name), func(ctx context.Context) error {
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: watched, Name: name}, o)
+		})
 	}
 	waitSeedPod(t, watched, "drill")
 	waitCondition(t, restore, watched, "drill")
