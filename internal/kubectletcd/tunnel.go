@@ -93,4 +93,3 @@ func (a *App) forward(ctx context.Context, ns, pod string) (string, func(), erro
 	}
 	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local), func() { close(stopCh) }, nil
 }
-

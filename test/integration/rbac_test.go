@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	"github.com/etcd-operator/etcd-operator/internal/backupvolume"
+	"github.com/etcd-operator/etcd-operator/internal/storage/storagetest"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot/snapshottest"

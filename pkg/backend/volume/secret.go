@@ -106,7 +106,9 @@ func ClientConfig(data map[string][]byte) (Config, error) {
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
 	if addr := string(data[SecretDialKey]); addr != "" {
 		var d net.Dialer
-		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}
 	}
 	return Config{Endpoint: url, Token: tok, HTTPClient: &http.Client{Transport: tr}}, nil
 }
