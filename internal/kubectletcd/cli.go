@@ -11,6 +11,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/version"
@@ -96,7 +98,13 @@ func (a *App) run(ctx context.Context, args []string) error {
 		fmt.Fprint(a.Out, usage)
 		return nil
 	}
-	cmd, rest := args[0], args[1:]
+	global, args := leadingGlobalFlags(args)
+	if len(args) == 0 {
+		return a.usageError("no command")
+	}
+	// The subcommands' flag sets know the global flags too: those given before the command
+	// (`kubectl etcd -n prod status main`, as kubectl passes them on) go after it.
+	cmd, rest := args[0], append(args[1:len(args):len(args)], global...)
 	switch cmd {
 	case "status":
 		return a.status(ctx, rest)
@@ -126,6 +134,23 @@ func (a *App) run(ctx context.Context, args []string) error {
 	default:
 		return a.usageError(fmt.Sprintf("unknown command %q", cmd))
 	}
+}
+
+// leadingGlobalFlags splits the global flags (kubeFlags) that come before the command, each
+// with its value, from the rest of the line.
+func leadingGlobalFlags(args []string) (global, rest []string) {
+	for len(args) > 0 {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		if !strings.HasPrefix(args[0], "-") || !slices.Contains([]string{"n", "namespace", "kubeconfig", "context"}, name) {
+			break
+		}
+		n := 2
+		if hasValue || len(args) == 1 {
+			n = 1
+		}
+		global, args = append(global, args[:n]...), args[n:]
+	}
+	return global, args
 }
 
 // usageError prints msg and the usage to Err.
