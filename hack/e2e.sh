@@ -40,7 +40,8 @@ external_cluster="${KUBECONFIG:+yes}"
 # package started last is the run's tail. The packages whose tests mostly wait (cron minutes and
 # the backup operator's retry backoff: backup 213 s and drill 108 s in the CI rehearsal at
 # 2c61555, against restore 518 s and etcdcluster 675 s; drill also holds TestAutomaticRecovery,
-# 143 s waiting for a scheduled backup and its afterSeconds) run beside them in a go test of their
+# 143 s waiting for a scheduled backup and its afterSeconds; kubectl waits for one scheduled run
+# before its drill) run beside them in a go test of their
 # own, so that they do not hold one of the two lanes the CPU-bound packages need; their output
 # follows.
 side=()
@@ -48,7 +49,7 @@ if [ -n "${E2E_PKGS:-}" ]; then
   pkgs=("$E2E_PKGS")
 else
   mod=$(go list -m)
-  side=("$mod/test/e2e/backup" "$mod/test/e2e/drill")
+  side=("$mod/test/e2e/backup" "$mod/test/e2e/drill" "$mod/test/e2e/kubectl")
   mapfile -t pkgs < <(longest_first e2e ./test/e2e/... "$mod/test/e2e/etcdcluster" "$mod/test/e2e/restore" \
     "$mod/test/e2e/safety" | grep -vxF -f <(printf '%s\n' "${side[@]}"))
 fi
