@@ -65,7 +65,7 @@ func TestKubectlEtcdOnTheLocalCluster(t *testing.T) {
 	)
 
 	// plugin runs `kubectl etcd <args> --kubeconfig <kubeconfig> -n <ns>` in-process, bounded by
-	// timeout. The global flags go last: the first argument is the command.
+	// timeout (global flags may also come first: internal/kubectletcd TestGlobalFlagsBeforeTheCommand).
 	plugin := func(ctx context.Context, timeout time.Duration, args ...string) result {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
