@@ -307,6 +307,14 @@ func TestKubectlEtcdOnTheLocalCluster(t *testing.T) {
 		t.Fatalf("%s: exit %d, stdout %q, stderr %q", r.line, r.code, r.out, r.err)
 	}
 	t.Logf("10. version: %s", strings.TrimSpace(r.out))
+
+	// 11. The screen a user sees after all that (docs/kubectl-etcd.md shows it from a run):
+	// the newest backup, the drill and the members, from the real cluster.
+	r = plugin(ctx, 30*time.Second, "status", cluster)
+	if r.code != 0 || !strings.Contains(r.out, "Cluster:     "+ns+"/"+cluster) || !strings.Contains(r.out, "PASSED") {
+		t.Fatalf("%s: exit %d, want the cluster's screen with its passed drill:\n%s%s", r.line, r.code, r.out, r.err)
+	}
+	t.Logf("11. status:\n%s", r.out)
 }
 
 // result is one run of the plugin.
