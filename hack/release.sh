@@ -7,7 +7,7 @@
 #   sbom.spdx.json           SPDX 2.3 SBOM of the Go modules in every binary of the image
 #   images.txt               $IMG and its image index digest (the same bytes `make push` pushes)
 #   kubectl-etcd_<os>_<arch>.tar.gz
-#                            the kubectl plugin (kubectl-etcd and LICENSE) for each of
+#                            the kubectl plugin (kubectl-etcd, kubectl_complete-etcd, LICENSE) for each of
 #                            $PLUGIN_PLATFORMS (default $PLATFORMS)
 #   krew-etcd.yaml           the plugin's krew manifest: each archive at $KREW_URL/<archive>
 #                            with its sha256 (krew install --manifest=krew-etcd.yaml)
@@ -82,8 +82,12 @@ for p in $PLUGIN_PLATFORMS; do
   (cd "$ROOT_DIR" && CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath \
     -ldflags "-s -w -X $vpkg.Version=$VERSION -X $vpkg.Commit=$commit -X $vpkg.Date=$created" -o "$dir/$exe" ./cmd/kubectl-etcd)
   cp "$ROOT_DIR/LICENSE" "$dir/LICENSE"
+  # kubectl (1.26+) completes a plugin's arguments through kubectl_complete-<plugin> on the PATH.
+  printf '%s\n' '#!/bin/sh' '# kubectl etcd <TAB>: kubectl runs this with the words typed (docs/kubectl-etcd.md).' \
+    'exec kubectl-etcd __complete "$@"' >"$dir/kubectl_complete-etcd"
+  chmod 755 "$dir/kubectl_complete-etcd"
   # Reproducible: sorted, no owners, the commit's time, no gzip timestamp.
-  tar -C "$dir" --sort=name --owner=0 --group=0 --numeric-owner --mtime="${created:-1970-01-01T00:00:00Z}" -cf - "$exe" LICENSE |
+  tar -C "$dir" --sort=name --owner=0 --group=0 --numeric-owner --mtime="${created:-1970-01-01T00:00:00Z}" -cf - "$exe" LICENSE kubectl_complete-etcd |
     gzip -n >"$DIST_DIR/$archive"
   plugin_bins+=("$dir/$exe")
   printf '%s\n' "  - selector:" "      matchLabels:" "        os: $os" "        arch: $arch" \

@@ -39,7 +39,7 @@ type krewPlugin struct {
 
 // TestKubectlPlugin (issue 33 item 1): the release bundle carries the kubectl plugin for both
 // release platforms, each archive holding kubectl-etcd (static, that platform's, stamped with
-// the version) and LICENSE, and a krew manifest that names each archive with its sha256, so
+// the version), kubectl_complete-etcd and LICENSE, and a krew manifest that names each archive with its sha256, so
 // `krew install --manifest=krew-etcd.yaml` installs it. The host's binary runs and says its
 // version.
 func TestKubectlPlugin(t *testing.T) {
@@ -72,8 +72,8 @@ func TestKubectlPlugin(t *testing.T) {
 			t.Errorf("%s: sha256 %x, the manifest says %s", name, sum, p.SHA256)
 		}
 		files := layerFiles(t, archive) // a gzipped tar, as a layer is
-		if len(files) != 2 || len(files["LICENSE"]) == 0 {
-			t.Errorf("%s holds %d files, want kubectl-etcd and LICENSE", name, len(files))
+		if len(files) != 3 || len(files["LICENSE"]) == 0 || !strings.Contains(string(files["kubectl_complete-etcd"]), `exec kubectl-etcd __complete "$@"`) {
+			t.Errorf("%s holds %d files, want kubectl-etcd, kubectl_complete-etcd (exec kubectl-etcd __complete) and LICENSE", name, len(files))
 		}
 		checkBinary(t, name+": kubectl-etcd", files["kubectl-etcd"], arch)
 		if goos == runtime.GOOS && arch == runtime.GOARCH {

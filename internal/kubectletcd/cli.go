@@ -30,6 +30,9 @@ type App struct {
 	PodLogs PodLogs
 
 	kube kubeFlags
+	// collect, when set, receives the command's flag set at its parse and stops the command:
+	// how completion learns a command's flags without running it (complete.go).
+	collect func(*flag.FlagSet)
 }
 
 // New returns an App on the given streams with the wall clock.
@@ -128,6 +131,8 @@ func (a *App) run(ctx context.Context, args []string) error {
 		return a.defrag(ctx, rest)
 	case "report":
 		return a.report(ctx, rest)
+	case completeCommand:
+		return a.complete(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(a.Out, version.String("kubectl-etcd"))
 		return nil
@@ -171,6 +176,10 @@ func (a *App) flagSet(name string) *flag.FlagSet {
 // `status -n prod main`), which the flag package alone does not, and returns the positionals;
 // there must be exactly want of them.
 func (a *App) parse(fs *flag.FlagSet, args []string, want int, what string) ([]string, error) {
+	if a.collect != nil {
+		a.collect(fs)
+		return nil, errUsage
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -311,7 +311,7 @@ func TestKubectlEtcdOnTheLocalCluster(t *testing.T) {
 	// 11. The screen a user sees after all that (docs/kubectl-etcd.md shows it from a run):
 	// the newest backup, the drill and the members, from the real cluster.
 	r = plugin(ctx, 30*time.Second, "status", cluster)
-	if r.code != 0 || !strings.Contains(r.out, "Cluster:     "+ns+"/"+cluster) || !strings.Contains(r.out, "PASSED") {
+	if r.code != 0 || !strings.Contains(r.out, " "+ns+"/"+cluster+"\n") || !strings.Contains(r.out, "PASSED") {
 		t.Fatalf("%s: exit %d, want the cluster's screen with its passed drill:\n%s%s", r.line, r.code, r.out, r.err)
 	}
 	t.Logf("11. status:\n%s", r.out)
