@@ -385,6 +385,19 @@ func TestReplacedClusterStopsAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The operator may have made c-0 first (its seed, before the test's): then it is not
+		// scheduled, and the API server deletes an unscheduled pod at once, whatever the grace
+		// period, so there would be nothing to look at. Schedule it, as the scheduler would.
+		seed := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(own), seed); err != nil {
+			t.Fatal(err)
+		}
+		if seed.Spec.NodeName == "" {
+			bind := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: seed.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}
+			if err := k8s.SubResource("binding").Create(ctx, seed, bind); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := k8s.Delete(ctx, c); err != nil {
 			t.Fatal(err)
 		}
