@@ -43,9 +43,13 @@ func objectMeta(pvc *corev1.PersistentVolumeClaim) metav1.ObjectMeta {
 			"app.kubernetes.io/part-of": "etcd-operator",
 		},
 		Annotations: map[string]string{AnnotationClaim: pvc.Name},
+		// Not blockOwnerDeletion: with the OwnerReferencesPermissionEnforcement admission plugin
+		// (OpenShift, hardened clusters) that would need update on persistentvolumeclaims/finalizers,
+		// a write on users' claims the operator has no use for; the claim's own protection already
+		// waits for the pod that mounts it.
 		OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: pvc.Name, UID: pvc.UID,
-			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			Controller: ptr.To(true),
 		}},
 	}
 }
