@@ -80,7 +80,7 @@ func (r *Reconciler) selectBackup(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		now := r.Clock.Now()
 		newest, src := restoreboot.Newest(c), c.Spec.Bootstrap.Restore.Source
 		r.Pool.Submit(key, token, func(ctx context.Context) (any, error) {
-			store, err := storage.Open(ctx, base.Loc, secrets, storage.AmbientPolicy{})
+			store, err := storage.OpenServed(ctx, base.Loc, secrets, storage.AmbientPolicy{}, storage.ServerWait)
 			if err != nil {
 				return nil, err
 			}

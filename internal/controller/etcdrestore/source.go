@@ -125,7 +125,7 @@ func (r *Reconciler) fromBlock(ctx context.Context, rs *etcdv1beta2.EtcdRestore)
 		}
 		return src, nil
 	}
-	store, err := r.open(ctx, rs, loc)
+	store, err := r.openServed(ctx, rs, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -207,4 +207,10 @@ const listTimeout = time.Minute
 // open opens the store of loc with Secrets from rs's namespace.
 func (r *Reconciler) open(ctx context.Context, rs *etcdv1beta2.EtcdRestore, loc storage.Location) (*storage.Store, error) {
 	return storage.Open(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: rs.Namespace}, r.Options.Ambient)
+}
+
+// openServed is open for the reads in the worker pool (resolve, readBackup): a claim's server
+// that is still starting is waited for (storage.OpenServed).
+func (r *Reconciler) openServed(ctx context.Context, rs *etcdv1beta2.EtcdRestore, loc storage.Location) (*storage.Store, error) {
+	return storage.OpenServed(ctx, loc, storage.APISecrets{Reader: r.Client, Namespace: rs.Namespace}, r.Options.Ambient, storage.ServerWait)
 }

@@ -103,7 +103,7 @@ func (r *Reconciler) readBackup(ctx context.Context, rs *etcdv1beta2.EtcdRestore
 	if err != nil {
 		return nil, err
 	}
-	store, err := r.open(ctx, rs, src.loc)
+	store, err := r.openServed(ctx, rs, src.loc)
 	if err != nil {
 		return nil, err
 	}

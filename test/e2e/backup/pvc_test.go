@@ -36,7 +36,8 @@ import (
 // kubectl etcd backups lists on the claim (through a port-forward). The schedule's newest backup
 // restores into a new cluster and in place, each serving every key written before it with its
 // value, and a restore drill of it passes. Once the schedule and the restores are deleted,
-// nothing names the claim: the server's three objects go, and the claim stays.
+// nothing names the claim: the server's three objects go, and the claim stays; a restore of
+// the file by its path then starts the server again and succeeds.
 func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 	t.Parallel()
 	f := framework.Global(t)
@@ -297,6 +298,27 @@ func TestBackupsToAPersistentVolumeClaim(t *testing.T) {
 		t.Fatalf("the claim after its server went: uid %s (was %s), deletionTimestamp %v, phase %s; want the same claim, Bound, not being deleted",
 			now.UID, pvc.UID, now.DeletionTimestamp, now.Status.Phase)
 	}
+
+	// A restore from the claim when nothing else names it (the coreos form, the exact file): the
+	// backup operator starts the server again for it, and the restore waits for the server
+	// instead of failing its first read; the files were kept.
+	newest := s.Status.LastSuccessfulLocation
+	key := strings.TrimPrefix(newest, fmt.Sprintf("%s://%s/", etcdv1beta2.BackupStorageTypePVC, claim))
+	f.Create(t, &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "again"},
+		Spec: etcdv1beta2.RestoreSpec{
+			EtcdCluster:       etcdv1beta2.EtcdClusterRef{Name: "again"},
+			ClusterTemplate:   &etcdv1beta2.EtcdClusterRef{Name: "src"},
+			BackupStorageType: etcdv1beta2.BackupStorageTypePVC,
+			BackupSource:      etcdv1beta2.BackupSource{PVC: &etcdv1beta2.PVCSource{ClaimName: claim, Path: key}},
+		},
+	})
+	again := f.WaitRestoreSucceeded(t, ns, "again", 5*time.Minute)
+	cli = f.EtcdClient(t, framework.ClientEndpoint(ns, "again"))
+	if n, diffs := framework.CheckDataset(t, cli, prefix, written); len(diffs) > 0 {
+		t.Fatalf("the cluster restored from the claim alone holds %d keys under %s, differences from the %d written: %v", n, prefix, written, diffs)
+	}
+	t.Logf("restored %s with no other user of the claim in %s (the server started for it): all %d keys", again.Status.BackupLocation, again.Status.Duration.Duration, written)
 	t.Logf("total %s", time.Since(start).Round(time.Second))
 }
 
