@@ -2,9 +2,7 @@ package storage
 
 import (
 	"context"
-	"crypto/tls"
 	"net"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,7 +12,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/reason"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/local"
-	"github.com/etcd-operator/etcd-operator/pkg/backend/volume"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/volume/volumetest"
 )
 
 // startingServer plays the backup operator starting a claim's server: its Secret is missing for
@@ -42,18 +40,7 @@ func newStartingServer(t *testing.T) *startingServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := volume.NewCredentials("", []string{"localhost"}, time.Now(), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(creds.Cert, creds.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(volume.Handler(dir, creds.Token))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	creds := volumetest.Serve(t, dir)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -61,9 +48,10 @@ func newStartingServer(t *testing.T) *startingServer {
 	deadAddr := closed.Addr().String()
 	_ = closed.Close()
 	s := &startingServer{}
+	live := creds.URL
 	creds.URL = "https://" + strings.Replace(deadAddr, "127.0.0.1", "localhost", 1)
 	s.dead = creds.Data()
-	creds.URL = strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	creds.URL = live
 	s.live = creds.Data()
 	return s
 }

@@ -1,16 +1,14 @@
 package capture
 
 import (
-	"crypto/tls"
-	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/pkg/backend"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/local"
 	"github.com/etcd-operator/etcd-operator/pkg/backend/volume"
+	"github.com/etcd-operator/etcd-operator/pkg/backend/volume/volumetest"
 )
 
 // volumeBackend is a client of a volume server (storageType PVC) on a directory, over HTTPS
@@ -21,19 +19,7 @@ func volumeBackend(t *testing.T) backend.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := volume.NewCredentials("", []string{"localhost"}, time.Now(), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(creds.Cert, creds.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(volume.Handler(dir, creds.Token))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	creds.URL = strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	creds := volumetest.Serve(t, dir)
 	cfg, err := volume.ClientConfig(creds.Data())
 	if err != nil {
 		t.Fatal(err)
