@@ -23,8 +23,12 @@ import (
 // Defaults and bounds of TLS.auto.
 const (
 	defaultCertValidity = 90 * 24 * time.Hour
-	// caValidity: the CA outlives every certificate it signs; it is not rotated by the operator.
+	// caValidity: the CA outlives every certificate it signs.
 	caValidity = 10 * 365 * 24 * time.Hour
+	// CARenewBefore is how long before its CA expires the operator moves a cluster to a new
+	// one (TLSStatus.caRotation): long enough for every certificate it signed to be renewed
+	// under the new one many times over.
+	CARenewBefore = 2 * 365 * 24 * time.Hour
 	// minRenewBefore leaves a renewed certificate time to reach the members: the operator looks
 	// every requeueSteady, the kubelet refreshes mounted Secrets within about a minute.
 	minRenewBefore = 5 * time.Minute
@@ -103,8 +107,8 @@ func Durations(a *etcdv1beta2.AutoTLS) (validity, renewBefore time.Duration) {
 	return validity, renewBefore
 }
 
-// NewCA makes the CA of cluster c, valid from now for ten years (the operator does not rotate
-// it).
+// NewCA makes a CA of cluster c, valid from now for ten years (the operator rotates it
+// CARenewBefore its expiry, or when asked: etcdv1beta2.AnnotationRotateCA).
 func NewCA(c *etcdv1beta2.EtcdCluster, now time.Time) (*certs.CA, error) {
 	return certs.NewCA(fmt.Sprintf("etcd-operator CA of %s/%s", c.Namespace, c.Name), now, caValidity)
 }

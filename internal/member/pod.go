@@ -137,12 +137,18 @@ const SpecHashAnnotation = "etcd.database.coreos.com/spec-hash"
 // the spec's pod policy, TLS, maintenance flags, repository and the operator's own pod
 // template count. Left out on purpose: the version (an upgrade moves a member's image in place
 // and must not roll it a second time), and the pod's labels and annotations (they change
-// nothing a member runs; new pods carry the current ones).
+// nothing a member runs; new pods carry the current ones). While the CA files of a TLS.auto
+// cluster hold more than one CA (status.TLS.trustedCAs: a CA rotation), those count too: etcd
+// loads its trusted CAs only when it starts, so a change of them rolls the members. One CA
+// does not count, so that a cluster made before the operator recorded it is not rolled.
 func SpecHash(c *etcdv1beta2.EtcdCluster) string {
 	pod := newPod(c, "member", "0.0.0", "existing", "")
 	raw, err := json.Marshal(pod.Spec)
 	if err != nil { // a pod of plain fields always marshals
 		panic(fmt.Sprintf("hashing a member pod: %v", err))
+	}
+	if t := c.Status.TLS; t != nil && len(t.TrustedCAs) > 1 {
+		raw = append(raw, "\ntrusted-cas "+strings.Join(t.TrustedCAs, ",")...)
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])

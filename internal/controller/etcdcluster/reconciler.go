@@ -228,6 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// The Services first: the members' DNS names, which observe dials, exist only with the
 	// headless Service (a restored cluster's seed runs before its first pass).
 	var pdbErr, tlsErr error
+	var tlsWait time.Duration // a CA rotation under way looks again this soon
 	if !c.Spec.Paused {
 		if err := r.reconcileServices(ctx, c); err != nil {
 			return r.stop(before, c, err)
@@ -236,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// members run on the certificates they have: a certificate problem holds back only
 		// the steps that start a pod (see needsCertificates); observation, membership repair
 		// and the storage's upkeep go on.
-		if tlsErr = r.reconcileTLS(ctx, c); tlsErr != nil && c.Status.ClusterID == "" {
+		if tlsWait, tlsErr = r.reconcileTLS(ctx, c); tlsErr != nil && c.Status.ClusterID == "" {
 			return r.stop(before, c, tlsErr)
 		}
 		// A foreign budget of that name does not stop the members' care: reported below.
@@ -347,6 +348,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if blocked(err) {
 		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
+	}
+	if tlsWait > 0 && (res.RequeueAfter == 0 || tlsWait < res.RequeueAfter) {
+		res.RequeueAfter = tlsWait
 	}
 	return res, err
 }

@@ -1,7 +1,6 @@
 package etcdcluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -20,81 +19,111 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
 
-// reconcileTLS makes the certificates of a TLS.auto cluster before any member pod mounts them
-// (with issuerRef, cert-manager does: reconcileIssuedTLS): the CA once, then each certificate that is missing, was signed by another CA, names other
-// hosts, or is inside its renewal window. Renewing rewrites the Secret in place; the kubelet
-// updates the mounted files and etcd reads them at its next connection, so members keep
-// serving with no restart. Secrets of those names the cluster does not control are never
-// touched: NotOwned.
-func (r *Reconciler) reconcileTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+// reconcileTLS keeps the certificates of a TLS.auto cluster in the Secrets its member pods
+// mount, before any pod mounts them: signed by the operator's CA (signedCerts), or issued by
+// cert-manager with an issuerRef (issuedCerts); writeCerts decides what is written and when,
+// so that a new CA reaches the members without lock-out. A certificate is issued again when it
+// is missing, was signed by another CA, names other hosts, or is inside its renewal window.
+// Renewing rewrites the Secret in place; the kubelet updates the mounted files and etcd reads
+// them at its next connection, so members keep serving with no restart. Secrets of those
+// names the cluster does not control are never touched: NotOwned. The duration is how soon
+// the pass should look again (a CA rotation under way).
+func (r *Reconciler) reconcileTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) (time.Duration, error) {
 	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
-		return nil
+		c.Status.TLS = nil
+		return 0, nil
+	}
+	secrets, err := r.certSecrets(ctx, c)
+	if err != nil {
+		return 0, err
 	}
 	if ref := c.Spec.TLS.Auto.IssuerRef; ref != nil {
 		if err := clusterpki.IssuerAllowed(ref, r.Options.AllowedIssuerKinds); err != nil {
-			return err
+			return 0, err
 		}
-		return r.reconcileIssuedTLS(ctx, c)
+		err = r.issuedCerts(ctx, c, secrets)
+	} else {
+		err = r.signedCerts(ctx, c, secrets)
 	}
+	if err != nil {
+		return 0, err
+	}
+	return r.writeCerts(ctx, c, secrets)
+}
+
+// signedCerts issues, under the cluster's CA, the certificates that need it.
+func (r *Reconciler) signedCerts(ctx context.Context, c *etcdv1beta2.EtcdCluster, secrets []*certSecret) error {
 	now := r.Clock.Now()
 	validity, renewBefore := clusterpki.Durations(c.Spec.TLS.Auto)
-	ca, err := r.ensureCA(ctx, c, now)
+	ca, err := r.ensureCA(ctx, c, now, secrets)
 	if err != nil {
 		return err
 	}
-	for _, ac := range clusterpki.Certs(c) {
-		s, err := r.ownedSecret(ctx, c, ac.Secret)
-		if err != nil {
-			return err
-		}
+	for _, s := range secrets {
 		why := "missing"
-		if s != nil {
-			why = ca.Stale(s.Data[ac.CertKey], s.Data[ac.KeyKey], ac.Leaf, now, renewBefore)
-			if why == "" && !bytes.Equal(s.Data[ac.CAKey], ca.CertPEM) {
-				why = "its CA file is not the cluster's CA"
-			}
+		if s.secret != nil {
+			why = ca.Stale(s.secret.Data[s.ac.CertKey], s.secret.Data[s.ac.KeyKey], s.ac.Leaf, now, renewBefore)
 		}
 		if why == "" {
 			continue
 		}
-		crt, key, err := ca.Issue(ac.Leaf, now, validity)
+		crt, key, err := ca.Issue(s.ac.Leaf, now, validity)
 		if err != nil {
 			return err
 		}
-		data := map[string][]byte{ac.CertKey: crt, ac.KeyKey: key, ac.CAKey: ca.CertPEM}
-		if err := r.writeSecret(ctx, c, ac.Secret, s, data); err != nil {
-			return err
-		}
-		if s != nil {
-			r.event(c, corev1.EventTypeNormal, "CertificateRenewed", fmt.Sprintf("certificate in secret %s issued again (%s); valid until %s", ac.Secret, why, certs.NotAfter(crt).UTC().Format(time.RFC3339)))
-		}
+		s.next(crt, key, clusterpki.ParseTrust(ca.CertPEM), fmt.Sprintf("issued again (%s)", why))
 	}
 	return nil
 }
 
-// ensureCA returns the cluster's CA, made and stored on first use. A CA Secret that does not
-// parse is not replaced (every certificate depends on it): InvalidSpec, for a person to look at.
-func (r *Reconciler) ensureCA(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time) (*certs.CA, error) {
+// ensureCA returns the cluster's CA, made and stored on first use. A new one replaces it when
+// the user asks (etcdv1beta2.AnnotationRotateCA) or it is within clusterpki.CARenewBefore of
+// its expiry, and only while the members' CA files hold exactly it (no rotation under way);
+// the CA files keep the old one until writeCerts retires it. A missing CA Secret is made anew
+// the same way: members keep trusting the CA in their CA files until they trust the new one
+// too. A CA Secret that does not parse is not replaced (every certificate depends on it):
+// InvalidSpec, for a person to look at.
+func (r *Reconciler) ensureCA(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time, secrets []*certSecret) (*certs.CA, error) {
 	name := c.Name + etcdv1beta2.AutoTLSCASuffix
 	s, err := r.ownedSecret(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
+	asked := c.Annotations[etcdv1beta2.AnnotationRotateCA]
+	var why string
 	if s != nil {
 		ca, err := certs.ParseCA(s.Data[clusterpki.CACertKey], s.Data[clusterpki.CAKeyKey])
 		if err != nil {
-			return nil, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "TLS.auto: the CA in secret %s does not parse (%v): delete the secret and the cluster's certificates are made anew", name, err)
+			return nil, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "TLS.auto: the CA in secret %s does not parse (%v): delete the secret and the cluster moves to a new CA", name, err)
 		}
-		return ca, nil
+		trusted := trustOf(secrets)
+		switch {
+		case trusted.Len() != 1 || !trusted.Contains(clusterpki.ParseTrust(ca.CertPEM)):
+			return ca, nil // a rotation under way, or a new cluster
+		case asked != "" && asked != s.Annotations[etcdv1beta2.AnnotationRotateCA]:
+			why = fmt.Sprintf("asked for (%s=%s)", etcdv1beta2.AnnotationRotateCA, asked)
+		case !now.Before(ca.Cert.NotAfter.Add(-clusterpki.CARenewBefore)):
+			why = fmt.Sprintf("it expires at %s", ca.Cert.NotAfter.UTC().Format(time.RFC3339))
+		default:
+			return ca, nil
+		}
+	} else if !trustOf(secrets).Empty() {
+		why = "its secret " + name + " was missing"
 	}
 	ca, err := clusterpki.NewCA(c, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.writeSecret(ctx, c, name, nil, map[string][]byte{clusterpki.CACertKey: ca.CertPEM, clusterpki.CAKeyKey: ca.KeyPEM}); err != nil {
+	data := map[string][]byte{clusterpki.CACertKey: ca.CertPEM, clusterpki.CAKeyKey: ca.KeyPEM}
+	if err := r.writeSecret(ctx, c, name, s, data, map[string]string{etcdv1beta2.AnnotationRotateCA: asked}); err != nil {
 		return nil, err
 	}
-	r.event(c, corev1.EventTypeNormal, "CertificatesCreated", fmt.Sprintf("TLS.auto: CA in secret %s, valid until %s", name, ca.Cert.NotAfter.UTC().Format(time.RFC3339)))
+	if why == "" {
+		r.event(c, corev1.EventTypeNormal, "CertificatesCreated", fmt.Sprintf("TLS.auto: CA in secret %s, valid until %s", name, ca.Cert.NotAfter.UTC().Format(time.RFC3339)))
+	} else {
+		r.event(c, corev1.EventTypeNormal, "CARotationStarted", fmt.Sprintf("TLS.auto: a new CA in secret %s, valid until %s, because %s; the members keep trusting the old one until each trusts both (status.TLS.caRotation)",
+			name, ca.Cert.NotAfter.UTC().Format(time.RFC3339), why))
+	}
 	return ca, nil
 }
 
@@ -114,17 +143,21 @@ func (r *Reconciler) ownedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster
 	return s, nil
 }
 
-// writeSecret creates Secret name controlled by c with data, or replaces the data of existing
-// (optimistic lock: a concurrent change makes the pass retry).
-func (r *Reconciler) writeSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, existing *corev1.Secret, data map[string][]byte) error {
+// writeSecret creates Secret name controlled by c with data and annotations, or replaces the
+// data of existing and sets those annotations on it (optimistic lock: a concurrent change
+// makes the pass retry).
+func (r *Reconciler) writeSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, existing *corev1.Secret, data map[string][]byte, annotations map[string]string) error {
 	if existing != nil {
 		existing.Data = data
+		for k, v := range annotations {
+			metav1.SetMetaDataAnnotation(&existing.ObjectMeta, k, v)
+		}
 		if err := r.Update(ctx, existing); err != nil {
 			return fmt.Errorf("updating secret %s of %s: %w", name, klog.KObj(c), err)
 		}
 		return nil
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: member.SelectorLabels(c)}, Data: data}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: member.SelectorLabels(c), Annotations: annotations}, Data: data}
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme()); err != nil {
 		return fmt.Errorf("owning secret %s: %w", name, err)
 	}

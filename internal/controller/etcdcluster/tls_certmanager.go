@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -27,9 +26,10 @@ import (
 
 // TLS.auto with an issuerRef: cert-manager issues the certificates. The operator creates one
 // cert-manager Certificate per certificate of clusterpki.Certs (same names, usages and
-// durations as its own CA would use) and, once cert-manager has issued all three under one CA,
-// copies each into the Secret and keys every consumer already reads (member pods, the
-// operators' client, backups, restores). The Certificates are read and written unstructured:
+// durations as its own CA would use) and, once cert-manager has issued all three, copies each
+// into the Secret and keys every consumer already reads (member pods, the operators' client,
+// backups, restores); a certificate under a CA the members do not trust yet is copied only
+// after they do (tls_trust.go). The Certificates are read and written unstructured:
 // the operator does not depend on cert-manager's Go module, and runs without cert-manager
 // installed.
 
@@ -40,57 +40,36 @@ import (
 // and watching Certificates would need cert-manager installed before the operator starts).
 const requeueCertificates = 3 * time.Second
 
-// reconcileIssuedTLS makes sure the three Certificates exist as the spec wants them, then copies
-// what cert-manager issued into the members' Secrets. Nothing is copied until all three are
-// issued, valid for their names and usages, and under the same CA: members never meet a peer
-// whose certificate their CA file does not trust. A renewal by cert-manager is copied the same
-// way (event CertificateRenewed).
-func (r *Reconciler) reconcileIssuedTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+// issuedCerts makes sure the three Certificates exist as the spec wants them, then takes what
+// cert-manager issued as the certificates to copy into the members' Secrets (writeCerts decides
+// when). Nothing is taken until all three are issued and valid for their names and usages. A
+// renewal by cert-manager is copied the same way; one under another CA (the issuer's CA
+// changed) is copied only once every member trusts that CA too (writeCerts).
+func (r *Reconciler) issuedCerts(ctx context.Context, c *etcdv1beta2.EtcdCluster, secrets []*certSecret) error {
 	now := r.Clock.Now()
-	acs := clusterpki.Certs(c)
-	issued := make([]map[string][]byte, len(acs))
 	var waiting []string
-	for i, ac := range acs {
-		crt, err := r.ensureCertificate(ctx, c, ac)
+	for _, cs := range secrets {
+		crt, err := r.ensureCertificate(ctx, c, cs.ac)
 		if err != nil {
 			return err
 		}
-		s, err := r.ensureIssuedSecret(ctx, c, ac.Secret+clusterpki.IssuedSecretSuffix)
+		issuedName := cs.ac.Secret + clusterpki.IssuedSecretSuffix
+		s, err := r.ensureIssuedSecret(ctx, c, issuedName)
 		if err != nil {
 			return err
 		}
-		if why := certs.Check(s.Data[clusterpki.IssuedCertKey], s.Data[clusterpki.IssuedKeyKey], s.Data[clusterpki.IssuedCAKey], ac.Leaf, now); why != "" {
+		cert, key, ca := s.Data[clusterpki.IssuedCertKey], s.Data[clusterpki.IssuedKeyKey], s.Data[clusterpki.IssuedCAKey]
+		if why := certs.Check(cert, key, ca, cs.ac.Leaf, now); why != "" {
 			waiting = append(waiting, fmt.Sprintf("%s (%s)%s", crt.GetName(), why, clusterpki.CertificateSays(crt)))
 			continue
 		}
-		issued[i] = s.Data
+		if cs.secret != nil && bytes.Equal(cs.secret.Data[cs.ac.CertKey], cert) && bytes.Equal(cs.secret.Data[cs.ac.KeyKey], key) {
+			continue
+		}
+		cs.next(cert, key, clusterpki.ParseTrust(ca), "copied again from "+issuedName+", issued by cert-manager")
 	}
 	if len(waiting) > 0 {
 		return reason.Errorf(etcdv1beta2.ReasonCertificateNotReady, "TLS.auto.issuerRef: waiting for cert-manager to issue %s", strings.Join(waiting, "; "))
-	}
-	for _, data := range issued[1:] {
-		if !bytes.Equal(data[clusterpki.IssuedCAKey], issued[0][clusterpki.IssuedCAKey]) {
-			return reason.Errorf(etcdv1beta2.ReasonCertificateNotReady,
-				"TLS.auto.issuerRef: the certificates %s were issued under different CAs (did the issuer's CA change?); the members keep the certificates they have until all three come from one CA",
-				strings.Join(clusterpki.Names(acs), ", "))
-		}
-	}
-	for i, ac := range acs {
-		want := map[string][]byte{ac.CertKey: issued[i][clusterpki.IssuedCertKey], ac.KeyKey: issued[i][clusterpki.IssuedKeyKey], ac.CAKey: issued[i][clusterpki.IssuedCAKey]}
-		s, err := r.ownedSecret(ctx, c, ac.Secret)
-		if err != nil {
-			return err
-		}
-		if s != nil && maps.EqualFunc(s.Data, want, bytes.Equal) {
-			continue
-		}
-		if err := r.writeSecret(ctx, c, ac.Secret, s, want); err != nil {
-			return err
-		}
-		if s != nil {
-			r.event(c, corev1.EventTypeNormal, "CertificateRenewed", fmt.Sprintf("certificate in secret %s copied again from %s, issued by cert-manager; valid until %s",
-				ac.Secret, ac.Secret+clusterpki.IssuedSecretSuffix, certs.NotAfter(want[ac.CertKey]).UTC().Format(time.RFC3339)))
-		}
 	}
 	return nil
 }

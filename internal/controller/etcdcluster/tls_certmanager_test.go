@@ -81,8 +81,9 @@ func issue(t *testing.T, ns string, ca *certs.CA, ac clusterpki.Cert) {
 // operator creates the three Certificates (controlled by the cluster, the names, usages and
 // issuer of the spec) and their empty target Secrets (controlled by the cluster, so they go with
 // it), creates no member until all three are issued, then copies them into the Secrets the
-// members mount and reaches etcd over TLS. A renewal by cert-manager is copied; a certificate of
-// another CA is not (the members would not trust it); a Certificate changed by hand is put back.
+// members mount and reaches etcd over TLS. A renewal by cert-manager is copied; a Certificate
+// changed by hand is put back; a certificate of another CA starts a CA rotation (its CA joins
+// the CA files, the members are rolled) and is not copied before every member accepts it.
 // cert-manager's part is played by the test (the e2e TestCertManagerTLS runs the real one).
 func TestIssuedTLS(t *testing.T) {
 	ctx := context.Background()
@@ -181,20 +182,6 @@ func TestIssuedTLS(t *testing.T) {
 		return nil
 	}))
 
-	// A peer certificate of another CA: held back, the members keep theirs.
-	other, err := certs.NewCA("another CA", time.Now(), 24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := getSecret(t, ns, "c-peer-tls").Data["peer.crt"]
-	issue(t, ns, other, acs[0])
-	touch(t, ns)
-	waitDegraded(t, ns, "c", etcdv1beta2.ReasonCertificateNotReady, "issued under different CAs")
-	if got := getSecret(t, ns, "c-peer-tls").Data["peer.crt"]; string(got) != string(peer) {
-		t.Fatal("a peer certificate of another CA was copied to the members")
-	}
-	issue(t, ns, ca, acs[0])
-
 	// A Certificate changed by hand: its names put back.
 	crt, err := getCertificate(ctx, ns, "c-server-tls")
 	if err != nil {
@@ -219,6 +206,32 @@ func TestIssuedTLS(t *testing.T) {
 		return nil
 	}))
 	waitConverged(t, ns, f, 1)
+
+	// A peer certificate of another CA (the issuer's CA changed): the CA files gain that CA
+	// beside the old one and the certificate is held back until every member accepts it (here
+	// never: a one-member cluster cannot be rolled, and no real member answers the check).
+	other, err := certs.NewCA("another CA", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := getSecret(t, ns, "c-peer-tls").Data["peer.crt"]
+	issue(t, ns, other, acs[0])
+	touch(t, ns)
+	testutil.Eventually(t, testutil.Timeout, "both CAs in every CA file, rotation Trusting", testutil.NoError(func() error {
+		for _, ac := range acs {
+			if got := clusterpki.ParseTrust(getSecret(t, ns, ac.Secret).Data[ac.CAKey]); got.Len() != 2 || !got.Contains(clusterpki.ParseTrust(other.CertPEM, ca.CertPEM)) {
+				return fmt.Errorf("%s holds %d CAs", ac.Secret, got.Len())
+			}
+		}
+		cur := getCluster(t, ns, "c")
+		if cur.Status.TLS == nil || cur.Status.TLS.CARotation != etcdv1beta2.CARotationTrusting || len(cur.Status.TLS.TrustedCAs) != 2 || len(cur.Status.Members.Outdated) != 1 {
+			return fmt.Errorf("status.TLS %+v, outdated %v", cur.Status.TLS, cur.Status.Members.Outdated)
+		}
+		return nil
+	}))
+	if got := getSecret(t, ns, "c-peer-tls").Data["peer.crt"]; string(got) != string(peer) {
+		t.Fatal("a peer certificate of another CA was copied before the members trusted it")
+	}
 }
 
 // deleteCRD deletes crd and waits until the API server no longer serves it.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-operator/etcd-operator/internal/certs"
+	"github.com/etcd-operator/etcd-operator/internal/clusterpki"
 	"github.com/etcd-operator/etcd-operator/internal/testutil"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -207,5 +208,78 @@ func TestCertificateProblemHoldsOnlyNewPods(t *testing.T) {
 	}
 	if pods := podNames(t, ns); !slices.Equal(pods, []string{"c-0", "c-2"}) {
 		t.Fatalf("pods %v, want c-0 and c-2 only", pods)
+	}
+}
+
+// TestCARotationStarts (issue 30 item 3): asked for a new CA (the annotation), or finding its
+// CA Secret deleted, a TLS.auto cluster makes a new CA and puts it in every CA file beside the
+// old one, while the certificates stay the old CA's: the members, which load their CA files
+// only when they start, are rolled (the member is outdated) and meet no certificate of the new
+// CA before they trust it. Before, the certificates were issued under the new CA at once and the
+// members refused each other and the operator. The rest of the rotation needs real members:
+// the e2e TestCARotationUnderLoad; its decisions: clusterpki.TestPlanTrustRotation.
+func TestCARotationStarts(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"asked", "deleted"} {
+		ns := namespace(t, "carotation-"+name)
+		c := newCluster(ns, "c", 1)
+		c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		f := fakeFor(clusterConfig(ns))
+		waitConverged(t, ns, f, 1)
+		oldCA := getSecret(t, ns, "c-ca").Data["ca.crt"]
+		leaves := map[string][]byte{}
+		for _, s := range []string{"-peer-tls", "-server-tls", "-operator-tls"} {
+			leaves["c"+s] = getSecret(t, ns, "c"+s).Data[map[string]string{"-peer-tls": "peer.crt", "-server-tls": "server.crt", "-operator-tls": "etcd-client.crt"}[s]]
+		}
+		if name == "asked" {
+			c := getCluster(t, ns, "c")
+			metav1.SetMetaDataAnnotation(&c.ObjectMeta, etcdv1beta2.AnnotationRotateCA, "2026-11-30")
+			if err := k8s.Update(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := k8s.Delete(ctx, getSecret(t, ns, "c-ca")); err != nil {
+			t.Fatal(err)
+		}
+		touch(t, ns)
+		testutil.Eventually(t, testutil.Timeout, name+": the new CA beside the old one", testutil.NoError(func() error {
+			caSecret := &corev1.Secret{}
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c-ca"}, caSecret); err != nil {
+				return err
+			}
+			newCA := caSecret.Data["ca.crt"]
+			if string(newCA) == string(oldCA) {
+				return fmt.Errorf("no new CA")
+			}
+			if name == "asked" && caSecret.Annotations[etcdv1beta2.AnnotationRotateCA] != "2026-11-30" {
+				return fmt.Errorf("the request is not recorded on the CA secret: %v", caSecret.Annotations)
+			}
+			both := clusterpki.ParseTrust(oldCA, newCA)
+			for s, leaf := range leaves {
+				sec := getSecret(t, ns, s)
+				var caKey, certKey string
+				for k := range sec.Data {
+					switch {
+					case strings.HasSuffix(k, "ca.crt"):
+						caKey = k
+					case strings.HasSuffix(k, ".crt"):
+						certKey = k
+					}
+				}
+				if got := clusterpki.ParseTrust(sec.Data[caKey]); !got.Equal(both) {
+					return fmt.Errorf("%s: %s holds %d CAs, want the old and the new", s, caKey, got.Len())
+				}
+				if string(sec.Data[certKey]) != string(leaf) {
+					return fmt.Errorf("%s: %s was issued again before the members trust the new CA", s, certKey)
+				}
+			}
+			cur := getCluster(t, ns, "c")
+			if cur.Status.TLS == nil || cur.Status.TLS.CARotation != etcdv1beta2.CARotationTrusting || len(cur.Status.TLS.TrustedCAs) != 2 || len(cur.Status.Members.Outdated) != 1 {
+				return fmt.Errorf("status.TLS %+v, outdated %v", cur.Status.TLS, cur.Status.Members.Outdated)
+			}
+			return nil
+		}))
 	}
 }

@@ -163,6 +163,12 @@ func tlsClient(t *testing.T, f *framework.Framework, ns, name string, endpoints 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return etcdClientWith(t, f, cfg, endpoints...)
+}
+
+// etcdClientWith is a client of endpoints with TLS configuration cfg.
+func etcdClientWith(t *testing.T, f *framework.Framework, cfg *tls.Config, endpoints ...string) *clientv3.Client {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, TLS: cfg, Logger: zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(f.DialTCP)}})
 	if err != nil {

@@ -4,6 +4,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -42,6 +43,10 @@ func cmObject(kind, ns, name string, spec map[string]any) *unstructured.Unstruct
 //     cluster stays Available, no acknowledged write is lost.
 //  3. A backup and a restore into a new name: the copy gets certificates of the same issuer for
 //     its own names and holds the data. Deleting the copy deletes its certificates' Secrets.
+//  4. The issuer's CA changes (issue 30 item 3) and cert-manager issues the certificates again
+//     under it: the members move to it (both CAs trusted, a roll, the new certificates, the old
+//     CA dropped, a roll) under a writer whose client follows the operator's Secret; no
+//     acknowledged write is lost.
 func TestCertManagerTLS(t *testing.T) {
 	if os.Getenv("E2E_CERT_MANAGER") != "1" {
 		t.Skip("cert-manager is not running: hack/e2e.sh starts it on the local cluster (hack/cert-manager.sh up); with another cluster, set E2E_CERT_MANAGER=1 where cert-manager is installed")
@@ -101,22 +106,7 @@ func TestCertManagerTLS(t *testing.T) {
 	// 2. cert-manager renews the server certificate under load.
 	before := certSerial(t, secret(t, f, ns, "db-server-tls-issued").Data["tls.crt"])
 	w := framework.StartWriter(cli, "/cm-writes/")
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crt := cmObject("Certificate", ns, "db-server-tls", nil)
-		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db-server-tls"}, crt); err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(crt.Object, "status", "conditions")
-		conds = append(conds, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
-			"message": "renewal asked by the e2e test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
-		if err := unstructured.SetNestedSlice(crt.Object, conds, "status", "conditions"); err != nil {
-			return err
-		}
-		return f.Client.Status().Update(ctx, crt)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	renew(t, f, ns, "db-server-tls")
 	asked := time.Now()
 	var renewed *big.Int
 	framework.Eventually(t, 2*time.Minute, "cert-manager renewed the server certificate", func(context.Context) (bool, error) {
@@ -157,6 +147,75 @@ func TestCertManagerTLS(t *testing.T) {
 		return true, nil
 	})
 	secret(t, f, ns, "db-peer-tls-issued") // the original's stay
+
+	// 4. The issuer's CA changes (root-ca issued again with a new key, as cert-manager 1.18's
+	// default rotationPolicy Always does at each renewal) and cert-manager issues the three
+	// certificates again under it: under a writer and a client that follows the operator's
+	// Secret, the cluster moves to the new CA without a moment without trust.
+	w = framework.StartWriter(etcdClientWith(t, f, f.SecretTLS(ns, "db-operator-tls"), clientURL(ns, "db")), "/cm-rotation/")
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crt := cmObject("Certificate", ns, "root-ca", nil)
+		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "root-ca"}, crt); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(crt.Object, "Always", "spec", "privateKey", "rotationPolicy"); err != nil {
+			return err
+		}
+		return f.Client.Update(ctx, crt)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renew(t, f, ns, "root-ca")
+	var newRoot []byte
+	framework.Eventually(t, 2*time.Minute, "cert-manager issued a new root CA", func(context.Context) (bool, error) {
+		newRoot = secret(t, f, ns, "root-ca").Data["tls.crt"]
+		return string(newRoot) != string(rootCA), errors.New("root-ca unchanged")
+	})
+	rotated := time.Now()
+	for _, name := range []string{"db-peer-tls", "db-server-tls", "db-operator-tls"} {
+		renew(t, f, ns, name)
+	}
+	framework.Eventually(t, 8*time.Minute, "every member on the new root CA alone", func(context.Context) (bool, error) {
+		touch(t, f, ns, "db")
+		for _, k := range [][2]string{{"db-peer-tls", "peer"}, {"db-server-tls", "server"}, {"db-operator-tls", "etcd-client"}} {
+			data := secret(t, f, ns, k[0]).Data
+			if string(data[k[1]+"-ca.crt"]) != string(newRoot) || parseCert(t, data[k[1]+".crt"]).CheckSignatureFrom(parseCert(t, newRoot)) != nil {
+				return false, fmt.Errorf("%s: not yet the new root's alone", k[0])
+			}
+		}
+		cur, err := f.GetCluster(ctx, ns, "db")
+		if err != nil {
+			return false, err
+		}
+		return cur.Status.TLS != nil && cur.Status.TLS.CARotation == "" && len(cur.Status.Members.Outdated) == 0 && cur.Status.ReadyMembers == 3,
+			fmt.Errorf("status.TLS %+v, outdated %v", cur.Status.TLS, cur.Status.Members.Outdated)
+	})
+	t.Logf("MEASURE cert-manager CA change reached every member: %s", time.Since(rotated).Round(time.Second))
+	w.Finish(t)
+	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
+}
+
+// renew asks cert-manager to issue Certificate ns/name again, as `cmctl renew` does: the
+// Issuing condition.
+func renew(t *testing.T, f *framework.Framework, ns, name string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crt := cmObject("Certificate", ns, name, nil)
+		if err := f.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, crt); err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(crt.Object, "status", "conditions")
+		conds = append(conds, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+			"message": "renewal asked by the e2e test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+		if err := unstructured.SetNestedSlice(crt.Object, conds, "status", "conditions"); err != nil {
+			return err
+		}
+		return f.Client.Status().Update(t.Context(), crt)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // touch changes an annotation of cluster name so that the etcd operator runs a pass now.

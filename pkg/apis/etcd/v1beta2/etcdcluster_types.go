@@ -257,6 +257,11 @@ type ClusterStatus struct {
 	// +optional
 	LastRevision int64 `json:"lastRevision,omitempty"`
 
+	// TLS, on a cluster with TLS.auto, is which CAs its members trust and the step of a CA
+	// rotation under way.
+	// +optional
+	TLS *TLSStatus `json:"TLS,omitempty"`
+
 	// restore, on a cluster built from bootstrap.restore.source, is what the etcd operator
 	// restored and verified.
 	// +optional

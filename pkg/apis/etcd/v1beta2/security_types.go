@@ -49,7 +49,8 @@ type TLSPolicy struct {
 type AutoTLS struct {
 	// validity is how long each peer, server and client certificate is valid, as a Go duration
 	// (e.g. 2160h). At least 10m (1h with issuerRef). Defaults to 2160h (90 days). The
-	// operator's CA is valid for 10 years.
+	// operator's CA is valid for 10 years and replaced 2 years before it expires, or when
+	// asked (annotation etcd.database.coreos.com/rotate-ca), without lock-out: status.TLS.
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$')",message="TLS.auto.validity must be a Go duration such as 2160h or 90m (units h, m, s, ms, us, ns; no days)"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$') || duration(self) >= duration('10m')",message="TLS.auto.validity must be a duration of at least 10m, such as 2160h"
 	// +optional
@@ -65,10 +66,11 @@ type AutoTLS struct {
 	// Certificate for each (<cluster>-peer-tls, <cluster>-server-tls, <cluster>-operator-tls,
 	// with validity and renewBefore as duration and renewBefore), cert-manager writes it into
 	// <name>-issued, and the operator copies a certificate into the Secret the members mount
-	// once all three are issued under the same CA (ca.crt). cert-manager renews them; the
+	// once all three are issued (ca.crt holds the issuer's CA). cert-manager renews them; the
 	// operator copies the renewed ones. Needs cert-manager installed (reason
 	// CertManagerNotInstalled otherwise) and an issuer that fills ca.crt (the CA and Vault
-	// issuers do; ACME does not). It cannot change once set: the members trust one CA.
+	// issuers do; ACME does not). A change of the issuer's CA is followed without lock-out
+	// (status.TLS.caRotation). The issuerRef cannot change once set.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="TLS.auto.issuerRef is immutable: the members trust the CA of the issuer they started with; restore a backup into a new cluster to change it"
 	// +optional
 	IssuerRef *CertManagerIssuerRef `json:"issuerRef,omitempty"`
@@ -132,3 +134,39 @@ type MemberSecret struct {
 	// +optional
 	ServerSecret string `json:"serverSecret,omitempty"`
 }
+
+// TLSStatus is what the members of a TLS.auto cluster are given to trust. etcd loads its
+// trusted CAs only when it starts, so a new CA reaches the members in three steps, each member
+// restarted one at a time in the first and the last (docs/security.md, "CA rotation").
+type TLSStatus struct {
+	// trustedCAs are the SHA-256 fingerprints (hex) of the CA certificates in the CA files of
+	// the cluster's Secrets, which every member loads when it starts: two or more while a CA
+	// rotation is under way (the old CA and the new one).
+	// +optional
+	TrustedCAs []string `json:"trustedCAs,omitempty"`
+	// caRotation is the step of a CA rotation under way: Trusting (the CA files hold the old
+	// and the new CA, the members are rolled one at a time so each loads both, and each must
+	// accept a certificate of the new CA), Issuing (the certificates are issued again under
+	// the new CA), Retiring (once every member serves the new certificates, the old CA leaves
+	// the CA files and the members are rolled again). Empty when none is under way.
+	// +optional
+	CARotation CARotationStep `json:"caRotation,omitempty"`
+}
+
+// CARotationStep is a step of a CA rotation (TLSStatus.caRotation).
+type CARotationStep string
+
+// The steps of a CA rotation.
+const (
+	CARotationTrusting CARotationStep = "Trusting"
+	CARotationIssuing  CARotationStep = "Issuing"
+	CARotationRetiring CARotationStep = "Retiring"
+)
+
+// AnnotationRotateCA, on an EtcdCluster with TLS.auto and no issuerRef, asks for a new CA: set
+// it to a new value (a timestamp) and the operator makes a new CA and moves the members to it
+// without a moment without trust (status.TLS.caRotation). A value already acted on is recorded
+// on the CA Secret (<cluster>-ca) under the same key; a request made during a rotation waits
+// for it to end. With issuerRef the issuer's CA is cert-manager's: a change of it is followed
+// the same way without this annotation.
+const AnnotationRotateCA = "etcd.database.coreos.com/rotate-ca"
