@@ -5,8 +5,10 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
 )
@@ -224,4 +226,20 @@ func PlanTrust(states []CertState) TrustPlan {
 		return TrustPlan{Step: etcdv1beta2.CARotationRetiring, Trust: issued, Retire: true}
 	}
 	return TrustPlan{Trust: trust}
+}
+
+// CARotationDue says why the operator's CA ca must give way to a new one, or "" when it need
+// not: the user asked (asked, the value of etcdv1beta2.AnnotationRotateCA, differs from done,
+// the one last acted on), or it expires within CARenewBefore of now. A rotation starts only while
+// the CA files (trusted) hold exactly ca: never during one under way.
+func CARotationDue(ca *x509.Certificate, trusted Trust, asked, done string, now time.Time) string {
+	switch {
+	case trusted.Len() != 1 || trusted.fps[0] != Fingerprint(ca):
+		return ""
+	case asked != "" && asked != done:
+		return fmt.Sprintf("asked for (%s=%s)", etcdv1beta2.AnnotationRotateCA, asked)
+	case !now.Before(ca.NotAfter.Add(-CARenewBefore)):
+		return "it expires at " + ca.NotAfter.UTC().Format(time.RFC3339)
+	}
+	return ""
 }

@@ -121,3 +121,38 @@ func TestPlanTrustRotation(t *testing.T) {
 		t.Errorf("Union order %v, want a then b", ab.Fingerprints())
 	}
 }
+
+// TestCARotationDue: the operator's CA gives way when asked for once per new value, or within
+// CARenewBefore of its expiry, and never while a rotation is under way.
+func TestCARotationDue(t *testing.T) {
+	now := time.Now()
+	long, err := certs.NewCA("long", now, 10*365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := certs.NewCA("short", now, CARenewBefore-time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other := testCA(t)
+	onlyLong, onlyShort := ParseTrust(long.CertPEM), ParseTrust(short.CertPEM)
+	for _, tc := range []struct {
+		name        string
+		ca          *certs.CA
+		trusted     Trust
+		asked, done string
+		want        bool
+	}{
+		{"steady", long, onlyLong, "", "", false},
+		{"asked", long, onlyLong, "1", "", true},
+		{"asked again, same value", long, onlyLong, "1", "1", false},
+		{"asked anew", long, onlyLong, "2", "1", true},
+		{"expiring", short, onlyShort, "", "", true},
+		{"expiring, rotation under way", short, onlyShort.Union(other), "", "", false},
+		{"asked, CA files of another CA", long, other, "1", "", false},
+	} {
+		if got := CARotationDue(tc.ca.Cert, tc.trusted, tc.asked, tc.done, now); (got != "") != tc.want {
+			t.Errorf("%s: %q, want due %t", tc.name, got, tc.want)
+		}
+	}
+}

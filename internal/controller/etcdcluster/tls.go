@@ -96,15 +96,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, c *etcdv1beta2.EtcdCluster, n
 		if err != nil {
 			return nil, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "TLS.auto: the CA in secret %s does not parse (%v): delete the secret and the cluster moves to a new CA", name, err)
 		}
-		trusted := trustOf(secrets)
-		switch {
-		case trusted.Len() != 1 || !trusted.Contains(clusterpki.ParseTrust(ca.CertPEM)):
-			return ca, nil // a rotation under way, or a new cluster
-		case asked != "" && asked != s.Annotations[etcdv1beta2.AnnotationRotateCA]:
-			why = fmt.Sprintf("asked for (%s=%s)", etcdv1beta2.AnnotationRotateCA, asked)
-		case !now.Before(ca.Cert.NotAfter.Add(-clusterpki.CARenewBefore)):
-			why = fmt.Sprintf("it expires at %s", ca.Cert.NotAfter.UTC().Format(time.RFC3339))
-		default:
+		if why = clusterpki.CARotationDue(ca.Cert, trustOf(secrets), asked, s.Annotations[etcdv1beta2.AnnotationRotateCA], now); why == "" {
 			return ca, nil
 		}
 	} else if !trustOf(secrets).Empty() {
