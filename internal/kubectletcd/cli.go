@@ -1,5 +1,5 @@
 // Package kubectletcd is the kubectl plugin `kubectl etcd`: each subcommand reads (and, for
-// `backup now`, `restore` and `drill now`, creates; for `defrag`, annotates) the project's
+// `backup now`, `restore` and `drill now`, creates; for `defrag` and `rotate-ca`, annotates) the project's
 // objects with the user's kubeconfig and prints one screen to an io.Writer (`report` writes a
 // bundle). It runs no controller and never calls etcd: what it shows is what the operators
 // wrote.
@@ -62,6 +62,9 @@ Usage:
                                                        ask the etcd operator for a defragmentation round of every
                                                        member (the defragment-requested-at annotation), followed
                                                        until it is done
+  kubectl etcd rotate-ca <cluster> [--wait=false] [--timeout 30m] [-o json|yaml]
+                                                       a new CA for a TLS.auto cluster (the rotate-ca annotation),
+                                                       followed through its steps without lock-out
   kubectl etcd report <cluster> [-f out.tar.gz] [--operator-namespace ns] [--log-lines n]
                                                        a redacted support bundle: the cluster's objects, events,
                                                        the operators' logs; no Secret data
@@ -129,6 +132,8 @@ func (a *App) run(ctx context.Context, args []string) error {
 		return a.drillNow(ctx, rest[1:])
 	case "defrag":
 		return a.defrag(ctx, rest)
+	case "rotate-ca":
+		return a.rotateCA(ctx, rest)
 	case "report":
 		return a.report(ctx, rest)
 	case completeCommand:

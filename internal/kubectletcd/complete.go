@@ -30,7 +30,7 @@ const (
 
 // commands are the first words, and the words that follow the two-word ones.
 var (
-	commands    = []string{"status", "backup", "backups", "snapshot", "restore", "drill", "defrag", "report", "version"}
+	commands    = []string{"status", "backup", "backups", "snapshot", "restore", "drill", "defrag", "rotate-ca", "report", "version"}
 	subcommands = map[string]string{"backup": "now", "drill": "now", "snapshot": "download"}
 )
 

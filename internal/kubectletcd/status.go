@@ -62,6 +62,9 @@ func writeStatus(w io.Writer, rep *statusReport, now time.Time) {
 	if rep.ServiceName != "" {
 		fmt.Fprintf(tw, "Client service:\t%s:%d\n", rep.ServiceName, rep.ClientPort)
 	}
+	if t := rep.TLS; t != nil && t.CARotation != "" {
+		fmt.Fprintf(tw, "CA rotation:\t%s (%d CAs trusted; kubectl etcd rotate-ca shows the steps)\n", t.CARotation, len(t.TrustedCAs))
+	}
 	if d := rep.DefragmentRequest; d != nil {
 		// A round asked for with `kubectl etcd defrag` (or the annotation) that is not over.
 		line := fmt.Sprintf("%s, %d of %d members done (requested %s)", d.State, len(d.Defragmented), rep.Size, d.RequestedAt)

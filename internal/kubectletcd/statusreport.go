@@ -38,9 +38,11 @@ type statusReport struct {
 	ClientPort  int32    `json:"clientPort,omitempty"`
 	// DefragmentRequest is a round asked for with `kubectl etcd defrag` that is not over.
 	DefragmentRequest *etcdv1beta2.DefragmentRequestStatus `json:"defragmentRequest,omitempty"`
-	Conditions        []metav1.Condition                   `json:"conditions"`
-	Members           []statusMember                       `json:"members"`
-	Backups           statusBackups                        `json:"backups"`
+	// TLS is status.TLS: the CAs a TLS.auto cluster's members trust, and a CA rotation's step.
+	TLS        *etcdv1beta2.TLSStatus `json:"TLS,omitempty"`
+	Conditions []metav1.Condition     `json:"conditions"`
+	Members    []statusMember         `json:"members"`
+	Backups    statusBackups          `json:"backups"`
 	// Drills has one entry per schedule that runs restore drills or recorded one.
 	Drills []statusDrill `json:"drills"`
 	// LastRecovery is status.lastRecovery, the last automatic recovery.
@@ -106,6 +108,7 @@ func statusOf(r *related, now time.Time) *statusReport {
 		Size: st.Size, ReadyMembers: st.ReadyMembers, SpecSize: c.Spec.Size, Outdated: st.Members.Outdated,
 		Leader: st.Leader, ClusterID: st.ClusterID, ServiceName: st.ServiceName, ClientPort: st.ClientPort,
 		DefragmentRequest: st.DefragmentRequest,
+		TLS:               st.TLS,
 		Conditions:        append([]metav1.Condition{}, st.Conditions...),
 		Members:           []statusMember{},
 		Backups:           statusBackups{Newest: newestSuccess(r), Schedules: []statusSchedule{}},

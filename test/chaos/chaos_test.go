@@ -153,6 +153,7 @@ var faults = []fault{
 	{name: "apiserver-restarted", valueSize: 256, inject: apiServerRestarted},
 	{name: "kubelet-containerd-restarted", valueSize: 256, smoke: true, cluster: withVolumes, inject: kubeletContainerdRestarted},
 	{name: "etcd-operator-killed-mid-takeover", valueSize: 256, setup: coreosHeld, inject: operatorKilledMidTakeOver},
+	{name: "etcd-operator-killed-mid-ca-rotation", valueSize: 256, cluster: withAutoTLS, inject: operatorKilledMidCARotation},
 }
 
 // regressions are runs that found a bug, kept with their seed (docs/reliability.md, "Found by
@@ -237,7 +238,7 @@ func runFault(t *testing.T, f *framework.Framework, fk fault, seed uint64) {
 		f.Create(t, c)
 		f.WaitClusterAvailable(t, ns, "c", 3, availableAfter)
 	}
-	cli := f.EtcdClient(t, framework.ClientEndpoint(ns, "c"))
+	cli := clientOf(t, f, c, framework.ServiceDNSName("c-client", ns))
 	l := startLoad(cli, fk.valueSize, seed)
 	// Stops the load when the run fails before the checker (finish is idempotent).
 	defer l.finish()

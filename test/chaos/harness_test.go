@@ -182,7 +182,7 @@ func check(t *testing.T, f *framework.Framework, ns, name string, size int32, l 
 			target = max(target, rev)
 		}
 	}
-	f.WaitClusterAvailable(t, ns, name, size, healTimeout)
+	c := f.WaitClusterAvailable(t, ns, name, size, healTimeout)
 	pods := &corev1.PodList{}
 	if err := f.Client.List(t.Context(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "etcd", "etcd_cluster": name}); err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func check(t *testing.T, f *framework.Framework, ns, name string, size int32, l 
 	slices.Sort(podNames)
 	lostKeys := map[string]bool{}
 	for _, pod := range podNames {
-		cli := f.EtcdClient(t, fmt.Sprintf("http://%s:2379", framework.PodDNSName(pod, name, ns)))
+		cli := clientOf(t, f, c, framework.PodDNSName(pod, name, ns))
 		framework.Eventually(t, 2*time.Minute, pod+" caught up", func(ctx context.Context) (bool, error) {
 			resp, err := cli.Get(ctx, "/chaos/", clientv3.WithSerializable(), clientv3.WithCountOnly())
 			if err != nil {
@@ -254,4 +254,15 @@ func newCluster(ns, name string) *etcdv1beta2.EtcdCluster {
 	c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.ClusterSpec{Size: 3}}
 	c.Namespace, c.Name = ns, name
 	return c
+}
+
+// clientOf is a client of cluster c at host: plain, or with TLS.auto one that takes its
+// certificate and CAs from the operator's client Secret at each connection (as an application
+// following the Secret through a CA rotation does).
+func clientOf(t *testing.T, f *framework.Framework, c *etcdv1beta2.EtcdCluster, host string) *clientv3.Client {
+	t.Helper()
+	if c.Spec.TLS != nil && c.Spec.TLS.Auto != nil {
+		return f.EtcdClientTLS(t, f.SecretTLS(c.Namespace, c.Name+etcdv1beta2.AutoTLSOperatorSuffix), "https://"+host+":2379")
+	}
+	return f.EtcdClient(t, "http://"+host+":2379")
 }

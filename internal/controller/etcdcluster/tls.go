@@ -92,6 +92,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, c *etcdv1beta2.EtcdCluster, n
 	asked := c.Annotations[etcdv1beta2.AnnotationRotateCA]
 	var why string
 	if s != nil {
+		tlsStatus(c).LastCARotationRequest = s.Annotations[etcdv1beta2.AnnotationRotateCA]
 		ca, err := certs.ParseCA(s.Data[clusterpki.CACertKey], s.Data[clusterpki.CAKeyKey])
 		if err != nil {
 			return nil, reason.Errorf(etcdv1beta2.ReasonInvalidSpec, "TLS.auto: the CA in secret %s does not parse (%v): delete the secret and the cluster moves to a new CA", name, err)
@@ -110,6 +111,7 @@ func (r *Reconciler) ensureCA(ctx context.Context, c *etcdv1beta2.EtcdCluster, n
 	if err := r.writeSecret(ctx, c, name, s, data, map[string]string{etcdv1beta2.AnnotationRotateCA: asked}); err != nil {
 		return nil, err
 	}
+	tlsStatus(c).LastCARotationRequest = asked
 	if why == "" {
 		r.event(c, corev1.EventTypeNormal, "CertificatesCreated", fmt.Sprintf("TLS.auto: CA in secret %s, valid until %s", name, ca.Cert.NotAfter.UTC().Format(time.RFC3339)))
 	} else {
@@ -154,4 +156,12 @@ func (r *Reconciler) writeSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster
 		return fmt.Errorf("owning secret %s: %w", name, err)
 	}
 	return r.createOwned(ctx, c, s, &corev1.Secret{}, "Secret")
+}
+
+// tlsStatus is c's status.TLS, made when it is not there.
+func tlsStatus(c *etcdv1beta2.EtcdCluster) *etcdv1beta2.TLSStatus {
+	if c.Status.TLS == nil {
+		c.Status.TLS = &etcdv1beta2.TLSStatus{}
+	}
+	return c.Status.TLS
 }

@@ -132,7 +132,7 @@ func (r *Reconciler) writeCerts(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 			r.event(c, corev1.EventTypeNormal, "CertificateRenewed", fmt.Sprintf("certificate in secret %s %s; valid until %s", s.ac.Secret, s.why, certs.NotAfter(cert).UTC().Format(time.RFC3339)))
 		}
 	}
-	c.Status.TLS = &etcdv1beta2.TLSStatus{TrustedCAs: trust.Fingerprints(), CARotation: step}
+	tlsStatus(c).TrustedCAs, c.Status.TLS.CARotation = trust.Fingerprints(), step
 	if held != "" {
 		klog.FromContext(ctx).Info("CA rotation waits", "cluster", klog.KObj(c), "step", step, "for", held)
 	}

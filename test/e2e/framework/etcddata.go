@@ -3,6 +3,7 @@
 package framework
 
 import (
+	"crypto/tls"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,8 +31,19 @@ func (f *Framework) EtcdClient(t testing.TB, endpoints ...string) *clientv3.Clie
 // EtcdClientAs is EtcdClient authenticating as an etcd user (none when user is empty).
 func (f *Framework) EtcdClientAs(t testing.TB, user, password string, endpoints ...string) *clientv3.Client {
 	t.Helper()
+	return f.etcdClient(t, user, password, nil, endpoints...)
+}
+
+// EtcdClientTLS is EtcdClient over TLS with cfg (https endpoints).
+func (f *Framework) EtcdClientTLS(t testing.TB, cfg *tls.Config, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	return f.etcdClient(t, "", "", cfg, endpoints...)
+}
+
+func (f *Framework) etcdClient(t testing.TB, user, password string, cfg *tls.Config, endpoints ...string) *clientv3.Client {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Username: user, Password: password,
+		Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Username: user, Password: password, TLS: cfg,
 		DialOptions:        []grpc.DialOption{grpc.WithContextDialer(f.DialTCP)},
 		MaxCallSendMsgSize: 2 << 20, MaxCallRecvMsgSize: 64 << 20,
 	})

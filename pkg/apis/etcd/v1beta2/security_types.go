@@ -151,6 +151,12 @@ type TLSStatus struct {
 	// the CA files and the members are rolled again). Empty when none is under way.
 	// +optional
 	CARotation CARotationStep `json:"caRotation,omitempty"`
+	// lastCARotationRequest is the value of the etcd.database.coreos.com/rotate-ca annotation
+	// whose rotation the operator started last (it is done once caRotation is empty and no
+	// member is outdated).
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	LastCARotationRequest string `json:"lastCARotationRequest,omitempty"`
 }
 
 // CARotationStep is a step of a CA rotation (TLSStatus.caRotation).
