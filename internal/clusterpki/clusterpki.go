@@ -81,7 +81,7 @@ func Certs(c *etcdv1beta2.EtcdCluster) []Cert {
 		{s.Member.ServerSecret, "server.crt", "server.key", "server-ca.crt",
 			certs.Leaf{CommonName: c.Name + " server", DNSNames: server, IPs: []net.IP{net.IPv4(127, 0, 0, 1).To4()}, Server: true, Client: true}},
 		{s.OperatorSecret, etcdv1beta2.ClientTLSCertKey, etcdv1beta2.ClientTLSKeyKey, etcdv1beta2.ClientTLSCAKey,
-			certs.Leaf{CommonName: "etcd-operator", Client: true}},
+			certs.Leaf{CommonName: "etcd-operator", DNSNames: []string{c.ClientIdentity()}, Client: true}},
 	}
 }
 

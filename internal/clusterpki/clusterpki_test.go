@@ -136,8 +136,8 @@ func TestCertificateSpec(t *testing.T) {
 		t.Fatalf("server Certificate spec %v", server)
 	}
 	operator := CertificateSpec(c, cs[2])
-	if _, ok := operator["dnsNames"]; ok {
-		t.Errorf("operator Certificate names hosts: %v", operator)
+	if got := operator["dnsNames"]; !slices.Equal(got.([]any), []any{"c-client.ns.svc"}) {
+		t.Errorf("operator Certificate names %v, want the cluster's client identity alone (the members pin their clients to it)", got)
 	}
 	if _, ok := operator["ipAddresses"]; ok {
 		t.Errorf("operator Certificate names addresses: %v", operator)

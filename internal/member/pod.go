@@ -295,6 +295,7 @@ func etcdFlags(c *etcdv1beta2.EtcdCluster, name, version, state, initial string)
 			"--trusted-ca-file="+ServerTLSDir+"/server-ca.crt",
 			"--cert-file="+ServerTLSDir+"/server.crt",
 			"--key-file="+ServerTLSDir+"/server.key")
+		flags = append(flags, pinnedClientFlags(c)...)
 	}
 	flags = append(flags, corruptionFlags(c, version)...)
 	return append(flags, maintenanceFlags(c)...)
@@ -326,6 +327,18 @@ func pinnedPeerFlags(c *etcdv1beta2.EtcdCluster, name, version string) []string 
 		return append(flags, "--experimental-peer-skip-client-san-verification=true") // 3.5's name of the flag
 	}
 	return append(flags, "--peer-skip-client-san-verification=true")
+}
+
+// pinnedClientFlags pin the clients of a TLS.auto cluster to it: a client certificate must name
+// c.ClientIdentity() (<cluster>-client.<ns>.svc), which the operator's client certificate and
+// the members' server certificate (etcd's gateway dials its own member with it) carry, so a
+// client certificate the same issuer signed for another cluster is refused. Clients with
+// certificates of their own from a cert-manager issuer need that name in them.
+func pinnedClientFlags(c *etcdv1beta2.EtcdCluster) []string {
+	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
+		return nil
+	}
+	return []string{"--client-cert-allowed-hostname=" + c.ClientIdentity()}
 }
 
 func addTLSVolumes(c *etcdv1beta2.EtcdCluster, pod *corev1.Pod) {

@@ -63,5 +63,11 @@ func (c *EtcdCluster) TLSSecrets() *StaticTLS {
 // ClientServiceName is the name of the Service clients connect to.
 func (c *EtcdCluster) ClientServiceName() string { return c.Name + "-client" }
 
+// ClientIdentity is the host name a TLS.auto cluster's members require in the client
+// certificates they accept (etcd's --client-cert-allowed-hostname): its client Service's name,
+// <cluster>-client.<ns>.svc, which the operator's client certificate and the members' server
+// certificate carry.
+func (c *EtcdCluster) ClientIdentity() string { return c.ClientServiceName() + "." + c.Namespace + ".svc" }
+
 // PeerServiceName is the name of the headless Service that gives members their DNS names.
 func (c *EtcdCluster) PeerServiceName() string { return c.Name }
