@@ -88,7 +88,7 @@ func (a *App) followRotation(ctx context.Context, c client.Reader, cl *etcdv1bet
 	defer tick.Stop()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	last := etcdv1beta2.CARotationStep("-")
+	last, lastMsg := etcdv1beta2.CARotationStep("-"), ""
 	for {
 		if err := c.Get(ctx, key, cl); err != nil {
 			return fmt.Errorf("following EtcdCluster %s: %w", key, err)
@@ -112,6 +112,10 @@ func (a *App) followRotation(ctx context.Context, c client.Reader, cl *etcdv1bet
 				}
 				last = st.CARotation
 			}
+			if st.Message != "" && st.Message != lastMsg {
+				fmt.Fprintf(w, "  waits: %s\n", st.Message)
+			}
+			lastMsg = st.Message
 			if st.CARotation == "" && len(cl.Status.Members.Outdated) == 0 && len(st.TrustedCAs) == 1 {
 				rep.Done = true
 				fmt.Fprintf(w, "done: every member runs on the new CA alone (sha256:%s)\n", st.TrustedCAs[0])

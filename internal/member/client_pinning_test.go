@@ -69,7 +69,11 @@ func TestClientsArePinnedToTheirCluster(t *testing.T) {
 			get := func(cert tls.Certificate) error {
 				cli := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 					RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: "localhost", MinVersion: tls.VersionTLS12}}}
-				resp, err := cli.Get(e.Endpoint + "/version")
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.Endpoint+"/version", nil)
+				if err != nil {
+					return err
+				}
+				resp, err := cli.Do(req)
 				if err != nil {
 					return err
 				}

@@ -349,7 +349,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if blocked(err) {
 		return ctrl.Result{RequeueAfter: requeueBlocked}, nil
 	}
-	if tlsWait > 0 && (res.RequeueAfter == 0 || tlsWait < res.RequeueAfter) {
+	if err == nil && tlsWait > 0 && (res.RequeueAfter == 0 || tlsWait < res.RequeueAfter) {
 		res.RequeueAfter = tlsWait
 	}
 	return res, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func (r *Reconciler) issuedCerts(ctx context.Context, c *etcdv1beta2.EtcdCluster
 			return err
 		}
 		issuedName := cs.ac.Secret + clusterpki.IssuedSecretSuffix
-		s, err := r.ensureIssuedSecret(ctx, c, issuedName)
+		s, err := r.ensureIssuedSecret(ctx, c, issuedName, crt)
 		if err != nil {
 			return err
 		}
@@ -132,13 +133,29 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdC
 }
 
 // ensureIssuedSecret returns the Secret cert-manager writes a certificate into, creating it
-// empty first, controlled by c: cert-manager keeps the owner reference when it writes the
+// empty first, controlled by c: cert-manager keeps the owner references when it writes the
 // certificate, so the key goes with the cluster (cert-manager itself leaves a Certificate's
-// Secret behind unless it runs with --enable-certificate-owner-ref).
-func (r *Reconciler) ensureIssuedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (*corev1.Secret, error) {
+// Secret behind unless it runs with --enable-certificate-owner-ref). Its Certificate crt owns it
+// too (not as controller): the garbage collector deletes an object only once all its owners are
+// gone, so the Secret outlives its Certificate. Deleted before it, the Secret would be written
+// again by cert-manager, with no owner, and stay behind the deleted cluster.
+func (r *Reconciler) ensureIssuedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, crt *unstructured.Unstructured) (*corev1.Secret, error) {
+	byCert := metav1.OwnerReference{APIVersion: crt.GetAPIVersion(), Kind: crt.GetKind(), Name: crt.GetName(), UID: crt.GetUID()}
 	s, err := r.ownedSecret(ctx, c, name)
-	if err != nil || s != nil {
-		return s, err
+	switch {
+	case err != nil:
+		return nil, err
+	case s != nil:
+		if crt.GetUID() == "" || slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == byCert.UID }) {
+			return s, nil
+		}
+		// Made by an earlier release, or for a Certificate made again: owned by the current
+		// one too (no owner of another Certificate is removed: it goes with that one).
+		s.OwnerReferences = append(s.OwnerReferences, byCert)
+		if err := r.Update(ctx, s); err != nil {
+			return nil, fmt.Errorf("owning secret %s by certificate %s: %w", name, crt.GetName(), err)
+		}
+		return s, nil
 	}
 	s = &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: member.SelectorLabels(c)},
@@ -147,6 +164,9 @@ func (r *Reconciler) ensureIssuedSecret(ctx context.Context, c *etcdv1beta2.Etcd
 	}
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme()); err != nil {
 		return nil, fmt.Errorf("owning secret %s: %w", name, err)
+	}
+	if crt.GetUID() != "" {
+		s.OwnerReferences = append(s.OwnerReferences, byCert)
 	}
 	if err := r.createOwned(ctx, c, s, &corev1.Secret{}, "Secret"); err != nil {
 		return nil, err

@@ -127,8 +127,12 @@ func TestIssuedTLS(t *testing.T) {
 			t.Fatalf("certificate %s: spec %v", ac.Secret, spec)
 		}
 		target := getSecret(t, ns, ac.Secret+"-issued")
-		if !controlledBy(target, c) || target.Type != corev1.SecretTypeTLS {
-			t.Fatalf("secret %s: type %s, owners %v", target.Name, target.Type, target.OwnerReferences)
+		byCert := slices.ContainsFunc(target.OwnerReferences, func(o metav1.OwnerReference) bool {
+			return o.UID == crt.GetUID() && o.Kind == "Certificate" && (o.Controller == nil || !*o.Controller)
+		})
+		if !controlledBy(target, c) || !byCert || target.Type != corev1.SecretTypeTLS {
+			t.Fatalf("secret %s: type %s, owners %v: want controlled by the cluster and owned by its Certificate too (it must outlive the Certificate, or cert-manager writes it again with no owner)",
+				target.Name, target.Type, target.OwnerReferences)
 		}
 	}
 	if pods := podNames(t, ns); len(pods) != 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -132,9 +133,9 @@ func (r *Reconciler) writeCerts(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 			r.event(c, corev1.EventTypeNormal, "CertificateRenewed", fmt.Sprintf("certificate in secret %s %s; valid until %s", s.ac.Secret, s.why, certs.NotAfter(cert).UTC().Format(time.RFC3339)))
 		}
 	}
-	tlsStatus(c).TrustedCAs, c.Status.TLS.CARotation = trust.Fingerprints(), step
+	tlsStatus(c).TrustedCAs, c.Status.TLS.CARotation, c.Status.TLS.Message = trust.Fingerprints(), step, held
 	if held != "" {
-		klog.FromContext(ctx).Info("CA rotation waits", "cluster", klog.KObj(c), "step", step, "for", held)
+		klog.FromContext(ctx).V(1).Info("CA rotation waits", "cluster", klog.KObj(c), "step", step, "for", held)
 	}
 	if wrote {
 		r.reportRotation(c, plan, held, trust)
@@ -203,8 +204,10 @@ func podReady(p *corev1.Pod) bool {
 
 // membersAccept says what keeps the certificates under a new CA from being written, or "" when
 // nothing does: every member's pod was made with the current CA files (its spec hash), and its
-// client port accepts each new certificate that comes with a CA no current one came with, as a
-// client certificate (peer and server certificates are client certificates too).
+// client port accepts, as a client's, each new certificate that comes with a CA no current one
+// came with and names the cluster's client identity. The peer port is not checked (it pins its
+// clients to member names the operator's pod does not have): the CA files of both ports come
+// from the same pass's write, and the pod's spec hash says it was made after it.
 func (r *Reconciler) membersAccept(ctx context.Context, c *etcdv1beta2.EtcdCluster, trust clusterpki.Trust, secrets []*certSecret) string {
 	pods, why := r.readyMemberPods(ctx, c)
 	if why != "" {
@@ -215,18 +218,35 @@ func (r *Reconciler) membersAccept(ctx context.Context, c *etcdv1beta2.EtcdClust
 	for _, s := range secrets {
 		issued = issued.Union(s.state().Issuers)
 	}
+	// The certificates to check with: those of a new CA that the members' client port takes
+	// as a client's, i.e. that name the cluster's client identity (the operator's and the
+	// server's; the peer certificate is refused there: pinnedClientFlags).
+	var probes []tls.Certificate
+	for _, s := range secrets {
+		if s.cert == nil || issued.Contains(s.issuers) {
+			continue
+		}
+		pair, err := tls.X509KeyPair(s.cert, s.key)
+		if err != nil {
+			return fmt.Sprintf("the new certificate of %s: %v", s.ac.Secret, err)
+		}
+		if pair.Leaf == nil {
+			if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+				return fmt.Sprintf("the new certificate of %s: %v", s.ac.Secret, err)
+			}
+		}
+		if pair.Leaf.VerifyHostname(c.ClientIdentity()) == nil {
+			probes = append(probes, pair)
+		}
+	}
+	if len(probes) == 0 {
+		return "no client certificate of the new CA to check the members with yet (the operator's or the server's)"
+	}
 	for _, p := range pods {
 		if member.PodSpecHash(&p) != want {
 			return "member " + p.Name + " has not restarted with the new CA files yet"
 		}
-		for _, s := range secrets {
-			if s.cert == nil || issued.Contains(s.issuers) {
-				continue
-			}
-			pair, err := tls.X509KeyPair(s.cert, s.key)
-			if err != nil {
-				return fmt.Sprintf("the new certificate of %s: %v", s.ac.Secret, err)
-			}
+		for _, pair := range probes {
 			if err := acceptsClientCert(ctx, member.ClientURL(c, p.Name), trust, pair); err != nil {
 				return fmt.Sprintf("member %s does not accept a certificate of the new CA yet: %v", p.Name, err)
 			}

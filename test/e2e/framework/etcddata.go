@@ -3,9 +3,9 @@
 package framework
 
 import (
-	"crypto/tls"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"sync"

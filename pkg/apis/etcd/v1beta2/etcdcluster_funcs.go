@@ -67,7 +67,9 @@ func (c *EtcdCluster) ClientServiceName() string { return c.Name + "-client" }
 // certificates they accept (etcd's --client-cert-allowed-hostname): its client Service's name,
 // <cluster>-client.<ns>.svc, which the operator's client certificate and the members' server
 // certificate carry.
-func (c *EtcdCluster) ClientIdentity() string { return c.ClientServiceName() + "." + c.Namespace + ".svc" }
+func (c *EtcdCluster) ClientIdentity() string {
+	return c.ClientServiceName() + "." + c.Namespace + ".svc"
+}
 
 // PeerServiceName is the name of the headless Service that gives members their DNS names.
 func (c *EtcdCluster) PeerServiceName() string { return c.Name }

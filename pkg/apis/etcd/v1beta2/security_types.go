@@ -151,6 +151,10 @@ type TLSStatus struct {
 	// the CA files and the members are rolled again). Empty when none is under way.
 	// +optional
 	CARotation CARotationStep `json:"caRotation,omitempty"`
+	// message says what the step under way waits for (a member not ready yet, not yet
+	// accepting a certificate of the new CA, still serving its former certificate).
+	// +optional
+	Message string `json:"message,omitempty"`
 	// lastCARotationRequest is the value of the etcd.database.coreos.com/rotate-ca annotation
 	// whose rotation the operator started last (it is done once caRotation is empty and no
 	// member is outdated).
