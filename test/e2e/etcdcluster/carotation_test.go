@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-operator/etcd-operator/internal/clusterpki"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1beta2"
@@ -42,7 +39,7 @@ func TestCARotationUnderLoad(t *testing.T) {
 	cli := etcdClient(t, f, f.SecretTLS(ns, "c"+etcdv1beta2.AutoTLSOperatorSuffix), "https://"+framework.ServiceDNSName("c-client", ns)+":2379")
 	writer := framework.StartWriter(cli, "/rotate/")
 	probe := watchAvailability(cli)
-	watch := watchStatus(f, ns, "c")
+	watch := f.WatchClusterStatus(ns, "c")
 	start := time.Now()
 	framework.Eventually(t, time.Minute, "rotation asked for", func(ctx context.Context) (bool, error) {
 		cur := getCluster(t, f, ns, "c")
@@ -68,7 +65,7 @@ func TestCARotationUnderLoad(t *testing.T) {
 	})
 	took := time.Since(start)
 	gap, fails := probe.finish()
-	steps, unavailable := watch.finish()
+	steps, unavailable := watch.Finish()
 	writer.Finish(t)
 	after := memberIDs(t, f, ns)
 	t.Logf("CA rotated in %s; steps %v; longest probe gap %s (%d probe writes failed); members %v -> %v",
@@ -94,57 +91,6 @@ func TestCARotationUnderLoad(t *testing.T) {
 			t.Errorf("%d %s events, want 1", n, reason)
 		}
 	}
-}
-
-// statusWatch looks at a cluster every 500 ms until stopped: the rotation steps it went
-// through (each change once) and the looks at which it was not Available.
-type statusWatch struct {
-	stop, done  chan struct{}
-	mu          sync.Mutex
-	steps       []etcdv1beta2.CARotationStep
-	unavailable []string
-}
-
-func watchStatus(f *framework.Framework, ns, name string) *statusWatch {
-	w := &statusWatch{stop: make(chan struct{}), done: make(chan struct{}), steps: []etcdv1beta2.CARotationStep{""}}
-	go func() {
-		defer close(w.done)
-		for i := 0; i < 2400; i++ { // bounded: 2400 x 500 ms
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(framework.PollInterval):
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			c := &etcdv1beta2.EtcdCluster{}
-			err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)
-			cancel()
-			if err != nil {
-				continue
-			}
-			w.mu.Lock()
-			step := etcdv1beta2.CARotationStep("")
-			if c.Status.TLS != nil {
-				step = c.Status.TLS.CARotation
-			}
-			if step != w.steps[len(w.steps)-1] {
-				w.steps = append(w.steps, step)
-			}
-			if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1beta2.ClusterConditionAvailable) {
-				w.unavailable = append(w.unavailable, time.Now().Format(time.TimeOnly)+" "+condition(c, etcdv1beta2.ClusterConditionAvailable))
-			}
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-func (w *statusWatch) finish() ([]etcdv1beta2.CARotationStep, []string) {
-	close(w.stop)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.steps, w.unavailable
 }
 
 // secretData is the data of Secret ns/name.

@@ -46,7 +46,7 @@ func cmObject(kind, ns, name string, spec map[string]any) *unstructured.Unstruct
 //  4. The issuer's CA changes (issue 30 item 3) and cert-manager issues the certificates again
 //     under it: the members move to it (both CAs trusted, a roll, the new certificates, the old
 //     CA dropped, a roll) under a writer whose client follows the operator's Secret; no
-//     acknowledged write is lost.
+//     acknowledged write is lost, the cluster Available at every look (every 500 ms).
 func TestCertManagerTLS(t *testing.T) {
 	if os.Getenv("E2E_CERT_MANAGER") != "1" {
 		t.Skip("cert-manager is not running: hack/e2e.sh starts it on the local cluster (hack/cert-manager.sh up); with another cluster, set E2E_CERT_MANAGER=1 where cert-manager is installed")
@@ -153,6 +153,7 @@ func TestCertManagerTLS(t *testing.T) {
 	// certificates again under it: under a writer and a client that follows the operator's
 	// Secret, the cluster moves to the new CA without a moment without trust.
 	w = framework.StartWriter(etcdClientWith(t, f, f.SecretTLS(ns, "db-operator-tls"), clientURL(ns, "db")), "/cm-rotation/")
+	watch := f.WatchClusterStatus(ns, "db")
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		crt := cmObject("Certificate", ns, "root-ca", nil)
 		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "root-ca"}, crt); err != nil {
@@ -192,7 +193,14 @@ func TestCertManagerTLS(t *testing.T) {
 			fmt.Errorf("status.TLS %+v, outdated %v", cur.Status.TLS, cur.Status.Members.Outdated)
 	})
 	t.Logf("MEASURE cert-manager CA change reached every member: %s", time.Since(rotated).Round(time.Second))
+	steps, unavailable := watch.Finish()
 	w.Finish(t)
+	if !slices.Contains(steps, etcdv1beta2.CARotationTrusting) || steps[len(steps)-1] != "" {
+		t.Errorf("rotation steps %q: want Trusting seen and none at the end", steps)
+	}
+	if len(unavailable) > 0 {
+		t.Errorf("the cluster was not Available at %d looks (every 500 ms) during the CA change: %v", len(unavailable), unavailable[:min(len(unavailable), 5)])
+	}
 	f.WaitClusterAvailable(t, ns, "db", 3, time.Minute)
 }
 
