@@ -123,11 +123,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ..
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Cache:  cacheOpts,
-		// Secrets are read from the API server, never cached: a Secret created together with
-		// the object that names it is found at once (a cache that has not seen it yet would
-		// fail a backup for good with SecretNotFound), and no operator holds every Secret of
-		// the cluster in memory.
-		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Client:                        ClientOptions(),
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElect,
@@ -166,4 +162,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ..
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// ClientOptions are the options of the managers' client: Secrets are read from the API server,
+// never cached, so a Secret created together with the object that names it is found at once (a
+// cache that has not seen it yet would fail a backup for good with SecretNotFound), and no
+// operator holds every Secret of the cluster in memory. The controllers' test suites use them
+// too (testutil.RunManagerSuite).
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }

@@ -30,7 +30,10 @@ func RunManagerSuite(m *testing.M, setup func(ctx context.Context, env *Env, mgr
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: manager.NewScheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	// The operators' client options: Secrets read from the API server, as in production. With
+	// them cached, a backup created right after its Secret could fail with SecretNotFound
+	// before the cache saw the Secret (docs/flakes.md, 2026-11-30).
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: manager.NewScheme(), Client: manager.ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
