@@ -121,8 +121,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts *options.Options, setups ..
 	cacheOpts := cacheOptions(opts.WatchNamespaces, opts.ExcludeNamespaces)
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		Cache:  cacheOpts,
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
 		Client:                        ClientOptions(),
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
