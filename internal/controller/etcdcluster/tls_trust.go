@@ -92,27 +92,29 @@ func trustOf(secrets []*certSecret) clusterpki.Trust {
 // serves the certificates now in the Secrets (membersServe). It records the trusted CAs and
 // the rotation step in status.TLS, which member.SpecHash reads.
 func (r *Reconciler) writeCerts(ctx context.Context, c *etcdv1beta2.EtcdCluster, secrets []*certSecret) (time.Duration, error) {
-	var states []clusterpki.CertState
-	for _, s := range secrets {
-		states = append(states, s.state())
+	states := make([]clusterpki.CertState, len(secrets))
+	var current, issued clusterpki.Trust // every CA file, every certificate's issuers, as found
+	for i, s := range secrets {
+		states[i] = s.state()
+		current, issued = current.Union(states[i].Trust), issued.Union(states[i].Issuers)
 	}
 	plan := clusterpki.PlanTrust(states)
 	step, writeNext, trust := plan.Step, plan.WriteNext, plan.Trust
 	var held string
 	if plan.Gate {
-		if held = r.membersAccept(ctx, c, plan.Trust, secrets); held != "" {
+		if held = r.membersAccept(ctx, c, plan.Trust, issued, secrets); held != "" {
 			step, writeNext = etcdv1beta2.CARotationTrusting, false
 		}
 	}
 	if plan.Retire {
 		if held = r.membersServe(ctx, c, secrets); held != "" {
-			trust = trustOf(secrets)
+			trust = current
 		}
 	}
 	wrote := false
-	for _, s := range secrets {
+	for i, s := range secrets {
 		var cert, key []byte
-		issuers := s.state().Issuers
+		issuers := states[i].Issuers
 		if s.secret != nil {
 			cert, key = s.secret.Data[s.ac.CertKey], s.secret.Data[s.ac.KeyKey]
 		}
@@ -203,21 +205,17 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // membersAccept says what keeps the certificates under a new CA from being written, or "" when
-// nothing does: every member's pod was made with the current CA files (its spec hash), and its
+// nothing does (issued: the CAs the current certificates came with): every member's pod was made with the current CA files (its spec hash), and its
 // client port accepts, as a client's, each new certificate that comes with a CA no current one
 // came with and names the cluster's client identity. The peer port is not checked (it pins its
 // clients to member names the operator's pod does not have): the CA files of both ports come
 // from the same pass's write, and the pod's spec hash says it was made after it.
-func (r *Reconciler) membersAccept(ctx context.Context, c *etcdv1beta2.EtcdCluster, trust clusterpki.Trust, secrets []*certSecret) string {
+func (r *Reconciler) membersAccept(ctx context.Context, c *etcdv1beta2.EtcdCluster, trust, issued clusterpki.Trust, secrets []*certSecret) string {
 	pods, why := r.readyMemberPods(ctx, c)
 	if why != "" {
 		return why
 	}
 	want := member.SpecHash(c)
-	var issued clusterpki.Trust
-	for _, s := range secrets {
-		issued = issued.Union(s.state().Issuers)
-	}
 	// The certificates to check with: those of a new CA that the members' client port takes
 	// as a client's, i.e. that name the cluster's client identity (the operator's and the
 	// server's; the peer certificate is refused there: pinnedClientFlags).
