@@ -38,16 +38,21 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// startDefrag runs `defrag` with args in ns in the background, on streams the test can read
-// while it runs; the channel gives the exit code.
+// startDefrag runs `defrag` with args in ns in the background (startCommand).
 func startDefrag(ctx context.Context, now time.Time, ns string, args ...string) (*syncBuffer, *syncBuffer, <-chan int) {
+	return startCommand(ctx, now, ns, "defrag", args...)
+}
+
+// startCommand runs the plugin's command cmd with args in ns in the background, on streams the
+// test can read while it runs, polling every 20 ms; the channel gives the exit code.
+func startCommand(ctx context.Context, now time.Time, ns, cmd string, args ...string) (*syncBuffer, *syncBuffer, <-chan int) {
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	a := New(strings.NewReader(""), out, errOut)
 	a.Now = func() time.Time { return now }
 	a.Interval = 20 * time.Millisecond
 	code := make(chan int, 1)
 	go func() {
-		code <- a.Run(ctx, append(append([]string{"defrag"}, args...), "--kubeconfig", kubeconfig, "-n", ns))
+		code <- a.Run(ctx, append(append([]string{cmd}, args...), "--kubeconfig", kubeconfig, "-n", ns))
 	}()
 	return out, errOut, code
 }

@@ -46,14 +46,7 @@ func TestRotateCA(t *testing.T) {
 		}
 	}
 
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	a := New(strings.NewReader(""), out, errOut)
-	a.Now = func() time.Time { return now }
-	a.Interval = 20 * time.Millisecond
-	code := make(chan int, 1)
-	go func() {
-		code <- a.Run(context.Background(), []string{"rotate-ca", "main", "--kubeconfig", kubeconfig, "-n", ns})
-	}()
+	out, errOut, code := startCommand(context.Background(), now, ns, "rotate-ca", "main")
 	key := client.ObjectKey{Namespace: ns, Name: "main"}
 	var value string
 	testutil.Eventually(t, testutil.Timeout, "the rotate-ca annotation", testutil.NoError(func() error {

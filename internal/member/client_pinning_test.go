@@ -36,15 +36,7 @@ func TestClientsArePinnedToTheirCluster(t *testing.T) {
 					Spec: etcdv1beta2.ClusterSpec{TLS: &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}}}
 			}
 			issue := func(c *etcdv1beta2.EtcdCluster, which int) ([]byte, []byte, tls.Certificate) {
-				crt, key, err := ca.Issue(clusterpki.Certs(c)[which].Leaf, time.Now(), time.Hour)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pair, err := tls.X509KeyPair(crt, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return crt, key, pair
+				return issuePair(t, ca, clusterpki.Certs(c)[which].Leaf)
 			}
 			const server, operator = 1, 2
 			a := cluster("ns", "a")
@@ -95,15 +87,7 @@ func TestClientsArePinnedToTheirCluster(t *testing.T) {
 					t.Errorf("the operator certificate of %s/%s (same issuer) was accepted by ns/a", other.Namespace, other.Name)
 				}
 			}
-			crt, key, err := ca.Issue(certs.Leaf{CommonName: "etcd-operator", Client: true}, time.Now(), time.Hour)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nameless, err := tls.X509KeyPair(crt, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if get(nameless) == nil {
+			if _, _, nameless := issuePair(t, ca, certs.Leaf{CommonName: "etcd-operator", Client: true}); get(nameless) == nil {
 				t.Error("a client certificate naming no host (the operator's before pinning) was accepted")
 			}
 		})

@@ -21,17 +21,22 @@ import (
 // peerLeaf is the peer certificate TLS.auto makes for cluster name in namespace ns.
 func peerLeaf(t *testing.T, ca *certs.CA, ns, name string) tls.Certificate {
 	t.Helper()
-	leaf := certs.Leaf{CommonName: name + " peer", Server: true, Client: true,
-		DNSNames: []string{"*." + name + "." + ns + ".svc", "*." + name + "." + ns + ".svc.cluster.local"}}
+	_, _, pair := issuePair(t, ca, certs.Leaf{CommonName: name + " peer", Server: true, Client: true,
+		DNSNames: []string{"*." + name + "." + ns + ".svc", "*." + name + "." + ns + ".svc.cluster.local"}})
+	return pair
+}
+
+// issuePair has ca issue leaf for an hour: the PEM certificate and key, and the pair.
+func issuePair(t *testing.T, ca *certs.CA, leaf certs.Leaf) (crt, key []byte, pair tls.Certificate) {
+	t.Helper()
 	crt, key, err := ca.Issue(leaf, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
+	if pair, err = tls.X509KeyPair(crt, key); err != nil {
 		t.Fatal(err)
 	}
-	return pair
+	return crt, key, pair
 }
 
 // TestPeersArePinnedToTheirCluster runs a real etcd member of TLS.auto cluster "a" with the
